@@ -1,0 +1,31 @@
+# Two commands from a fresh clone:  `make demo`  and  `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+UV     := $(VENV)/bin/uv
+
+.PHONY: setup test demo demo-quick bench container-test clean
+
+$(VENV)/.installed: challenge-welding/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip uv
+	$(UV) pip install --python $(PY) --quiet -e "challenge-welding[dev]"
+	touch $@
+
+setup: $(VENV)/.installed  ## make the virtual environment with the package and test tools
+
+test: setup  ## run the whole test suite (installs Chromium for the page test when missing)
+	@command -v chromium >/dev/null 2>&1 || bash scripts/install-chromium.sh
+	$(PY) -m pytest -n 2 -q tests
+
+demo: setup  ## end-to-end demo: synthetic data -> sets -> Solution-1 -> leaderboard
+	$(VENV)/bin/challenge-welding demo --workdir demo-work
+
+demo-quick: setup
+	$(VENV)/bin/challenge-welding demo --workdir demo-work --quick
+
+bench: setup
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo-work

@@ -1,0 +1,5 @@
+import sys
+
+from challenge_welding.cli import main
+
+sys.exit(main())

@@ -1,0 +1,61 @@
+"""``challenge-welding`` command line: a thin dispatcher.
+
+Each sub-command lives in ``challenge_welding.commands.<module>`` and defines
+``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Command modules
+import heavy libraries inside ``run`` so that ``--help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from challenge_welding import __version__
+from challenge_welding.errors import ChallengeError
+
+# command name -> module under challenge_welding.commands
+COMMANDS = {
+    "synth": "synth",
+    "build-sets": "build_sets",
+    "ingest": "ingest",
+    "check-submission": "check_submission",
+    "score": "score",
+    "virtual": "virtual",
+    "calibrate": "calibrate",
+    "evaluate": "evaluate",
+    "leaderboard": "leaderboard",
+    "demo": "demo",
+    "bundle": "bundle",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="challenge-welding",
+        description="Evaluation platform of the trustworthy-AI welding challenge.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(f"challenge_welding.commands.{module_name}")
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except ChallengeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Names fixed by the contracts (shared/CONTRACTS.md)."""
+
+SET_NAMES = ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift")
+CLASSES = ("KO", "OK")
+STATES = ("KO", "OK", "UNKNOWN")
+IN_DOMAIN_SEAMS = ("c102", "c20", "c33")
+UNSEEN_SEAMS = ("c19", "c34", "c101")
+PERTURBATIONS = ("blur", "luminance", "rotation", "translation")
+
+# Source dataset (the challenge's published format): ROOT/metadata/ds_meta.parquet
+SOURCE_META = "metadata/ds_meta.parquet"
+SOURCE_COLUMNS = (
+    "sample_id", "class", "timestamp", "welding-seams", "labelling_type", "resolution",
+    "path", "sha256", "storage_type", "data-origin", "blur_level", "blur_class",
+    "luminosity_level", "external_path",
+)
+
+# Evaluation data (output of build-sets)
+INPUT_COLUMNS = ("sample_id", "path", "welding-seams", "resolution")
+
+# Predictions (output of ingest): the starter kit's column names
+PRED_COLUMNS = (
+    "sample_id", "predicted_state", "scores KO", "scores OK", "scores UNKNOWN", "scores OOD",
+    "compute_time",
+)
+
+# scores.json keys, in leaderboard order
+KPI_KEYS = ("perf", "uncertainty", "robustness", "ood", "generalization", "drift")
+CRITERIA_KEYS = (
+    "op", "ml", "time_p95", "uop", "ucalib_ko", "ucalib_ok", "r_blur", "r_lum", "r_rot",
+    "r_trans", "ood_syn", "ood_real", "op_g", "ml_g", "op_d", "ood_d",
+)
+SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
+
+VIRTUAL_KINDS = (
+    "perfect", "very_good", "good", "no_trust", "with_trust", "full_unknown", "full_ok",
+    "full_ko", "random",
+)

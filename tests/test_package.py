@@ -1,0 +1,43 @@
+"""The package skeleton: CLI entry point, interface import paths, config copies."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from challenge_welding import cli
+from challenge_welding.constants import SCORE_KEYS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_both_interface_import_paths_are_the_same_class():
+    from challenge_welding.ai_component_interface import AbstractAIComponent as new
+    from challenge_welding.AIComponent_interface import AbstractAIComponent as old
+
+    assert new is old
+    with pytest.raises(TypeError):
+        new()  # abstract
+
+
+def test_every_contract_command_is_registered():
+    for name in ("synth", "build-sets", "ingest", "score", "virtual", "evaluate", "leaderboard",
+                 "demo", "bundle", "check-submission", "calibrate"):
+        assert name in cli.COMMANDS
+
+
+def test_console_script_runs_and_prints_help():
+    out = subprocess.run([sys.executable, "-m", "challenge_welding", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "build-sets" in out and "score" in out
+
+
+def test_score_keys_match_contract():
+    assert len(SCORE_KEYS) == 23 and SCORE_KEYS[0] == "score"
+    assert all(len(k) <= 36 for k in SCORE_KEYS)
+
+
+def test_reference_data_config_is_the_packaged_default():
+    packaged = ROOT / "challenge-welding/challenge_welding/scoring/default_scoring.yaml"
+    assert (ROOT / "reference_data/scoring.yaml").read_text() == packaged.read_text()
