@@ -1,13 +1,58 @@
 """Install a submission in an isolated environment and run it over the evaluation sets."""
 
-from challenge_welding.errors import ChallengeError
-
 HELP = "Install a submission in an isolated environment and run it over the evaluation sets."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="--submission PATH --input-data DIR --output PRED")
+    parser.add_argument("--submission", required=True, metavar="PATH",
+                        help="submission zip (contents at its root or in one top folder) or folder")
+    parser.add_argument("--input-data", required=True, metavar="DIR",
+                        help="evaluation input data: DIR/<set>/metadata.parquet + images")
+    parser.add_argument("--output", required=True, metavar="PRED",
+                        help="where to write <set>.parquet and ingestion.json")
+    parser.add_argument("--batch-size", type=int, default=10,
+                        help="images per predict() call (default 10, the starter kit's default)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=None,
+                        help="device passed to predict() (default: cuda if a GPU is visible)")
+    parser.add_argument("--sets", nargs="+", metavar="SET", default=None,
+                        help="run only these sets (default: every set present)")
+    parser.add_argument("--no-isolation", action="store_true",
+                        help="developers: run the submission folder in this environment, no install")
+    parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto",
+                        help="environment builder (default: uv when available, else pip)")
+    parser.add_argument("--env-cache", metavar="DIR", default=None,
+                        help="cache of environments keyed by the requirements' hash "
+                             "(default ~/.cache/challenge-welding/envs)")
+    parser.add_argument("--wheelhouse", metavar="DIR", default=None,
+                        help="extra folder of wheels to install from (pip/uv --find-links)")
+    parser.add_argument("--no-index", action="store_true",
+                        help="install only from --wheelhouse (workers without internet)")
+    parser.add_argument("--batch-timeout", type=float, default=600.0, metavar="S",
+                        help="seconds allowed per predict() call (default 600)")
+    parser.add_argument("--total-timeout", type=float, default=None, metavar="S",
+                        help="seconds allowed for all predict() calls together (default: none)")
+    parser.add_argument("--load-timeout", type=float, default=1800.0, metavar="S",
+                        help="seconds allowed for import + load_model() (default 1800)")
+    parser.add_argument("--install-timeout", type=float, default=1800.0, metavar="S",
+                        help="seconds allowed per install step (default 1800)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="JPEG decoding threads (default: all cores)")
+    parser.add_argument("--max-log-mb", type=float, default=20.0,
+                        help="cap of the submission's stdout/stderr log (default 20 MB)")
+    parser.add_argument("--no-warmup", action="store_true",
+                        help="do not make an untimed warm-up predict() call on the first batch")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.ingestion.run import ingest
+
+    report = ingest(
+        args.submission, args.input_data, args.output, batch_size=args.batch_size,
+        device=args.device, sets=args.sets, isolation=not args.no_isolation,
+        installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
+        no_index=args.no_index, batch_timeout=args.batch_timeout,
+        total_timeout=args.total_timeout, load_timeout=args.load_timeout,
+        install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
+        warmup=not args.no_warmup, progress=not args.no_progress)
+    return 0 if report["status"] == "ok" else 1

@@ -1,0 +1,125 @@
+"""Parent-side JPEG decoding, ahead of the child, in background threads.
+
+cv2.imdecode and cv2.cvtColor release the GIL, so plain threads use every
+core. Each thread decodes one whole batch and converts BGR to RGB straight into
+a shared-memory slot (``cvtColor(dst=...)``): the conversion pass we need anyway
+is also the only write into the block, no extra copy.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from challenge_welding.errors import ChallengeError
+from challenge_welding.ingestion.protocol import Slot, SlotPool, layout
+
+
+def read_rgb(path: str | Path) -> np.ndarray:
+    """Decode one image file to an RGB uint8 HxWx3 array (the starter kit's format)."""
+    return cv2.cvtColor(read_bgr(path), cv2.COLOR_BGR2RGB)
+
+
+def read_bgr(path: str | Path) -> np.ndarray:
+    try:
+        data = np.fromfile(str(path), dtype=np.uint8)
+    except OSError as exc:
+        raise ChallengeError(f"cannot read image {path}: {exc.strerror or exc}") from None
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ChallengeError(f"cannot decode image {path} (not a readable JPEG/PNG file)")
+    return image
+
+
+@dataclass
+class DecodedBatch:
+    index: int
+    slot: Slot
+    items: list[tuple[int, int, int]]  # (offset, h, w) per image
+    decode_s: float = 0.0
+
+
+@dataclass
+class DecodeStats:
+    seconds: float = 0.0  # summed over threads
+    images: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def decode_batch(index: int, paths: list[str], pool: SlotPool, stats: DecodeStats | None = None,
+                 slot_timeout: float | None = None) -> DecodedBatch:
+    t0 = time.perf_counter()
+    bgr = [read_bgr(p) for p in paths]
+    items, nbytes = layout([im.shape[:2] for im in bgr])
+    slot = pool.acquire(timeout=slot_timeout)
+    try:
+        slot.ensure(nbytes)
+        for im, (off, h, w) in zip(bgr, items):
+            cv2.cvtColor(im, cv2.COLOR_BGR2RGB, dst=slot.view(off, h, w))
+    except BaseException:
+        pool.release(slot)
+        raise
+    seconds = time.perf_counter() - t0
+    if stats is not None:
+        with stats.lock:
+            stats.seconds += seconds
+            stats.images += len(paths)
+    return DecodedBatch(index, slot, items, seconds)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Prefetcher:
+    """Yield the decoded batches in order while up to ``lookahead`` later ones decode.
+
+    The consumer must give each batch's slot back (``pool.release``) once the
+    child has answered; the pool holds ``lookahead + 1`` slots so that decoding
+    never waits for a slot the consumer still needs.
+    """
+
+    def __init__(self, batches: list[list[str]], pool: SlotPool, workers: int, lookahead: int,
+                 stats: DecodeStats | None = None):
+        self.batches = batches
+        self.pool = pool
+        self.stats = stats
+        self.lookahead = max(1, lookahead)
+        self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
+                                           thread_name_prefix="decode")
+        self.pending: collections.deque = collections.deque()
+        self.next_index = 0
+
+    def _submit(self) -> None:
+        while len(self.pending) < self.lookahead and self.next_index < len(self.batches):
+            i = self.next_index
+            self.pending.append(self.executor.submit(decode_batch, i, self.batches[i], self.pool,
+                                                     self.stats))
+            self.next_index += 1
+
+    def __iter__(self):
+        self._submit()
+        while self.pending:
+            batch = self.pending.popleft().result()
+            self._submit()
+            yield batch
+
+    def close(self) -> None:
+        for fut in self.pending:
+            fut.cancel()
+        self.executor.shutdown(wait=True)
+        for fut in self.pending:  # batches decoded but never consumed: free their slots
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.pool.release(fut.result().slot)
+        self.pending.clear()

@@ -1,0 +1,233 @@
+"""Where the submission runs: an isolated virtual environment, and the device.
+
+One environment per distinct set of dependencies, cached: the key hashes the
+Python interpreter, the (filtered) requirements.txt, setup.py / pyproject.toml /
+setup.cfg, the interface shim and the index options. The environment holds the
+requirements, the interface shim and the submission's dependencies; the
+submission's own code is then installed (``pip install --no-deps --target``)
+into a per-run folder that the child puts first on its path, so two
+submissions with identical requirements share one environment safely.
+
+uv is used when available (``uv venv`` + ``uv pip install``), else the standard
+``venv`` + pip. The published ``challenge-welding==1.0`` needs Python >= 3.12 and
+pulls the whole starter kit; submissions pin it only for the interface, so the
+evaluator drops that line and installs its own tiny ``challenge-welding``
+package (the two interface modules, numpy only) in its place: with uv through
+an ``--override`` pointing at that wheel (which also beats a pin in setup.py's
+install_requires), with pip by giving the wheel the pinned version.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import challenge_welding
+from challenge_welding.errors import ChallengeError
+from challenge_welding.ingestion import submission as sub
+
+ENV_FORMAT = "1"  # bump to invalidate every cached environment
+_INTERFACE_FILES = ("ai_component_interface.py", "AIComponent_interface.py")
+
+
+class InstallError(ChallengeError):
+    """The submission's environment could not be built."""
+
+
+@dataclass
+class Environment:
+    python: str
+    pythonpath: list[str]
+    kind: str  # "uv", "pip" or "none" (no isolation)
+    key: str = ""
+    path: str = ""
+    cached: bool = False
+    install_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "challenge-welding" / "envs"
+
+
+def find_uv() -> str | None:
+    """The uv executable: on PATH, beside this interpreter, or from the ``uv`` Python package."""
+    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except Exception:  # noqa: BLE001 - no uv package: pip fallback
+        return None
+
+
+def interface_wheel(out_dir: Path, version: str) -> Path:
+    """Write the interface shim as a wheel ``challenge_welding-<version>-py3-none-any.whl``.
+
+    A wheel is a zip with a dist-info folder (PEP 427); writing it directly
+    needs no build backend, so it also works with ``--no-index`` and no setuptools.
+    """
+    src = Path(challenge_welding.__file__).parent
+    files = {f"challenge_welding/{name}": (src / name).read_bytes() for name in _INTERFACE_FILES}
+    files["challenge_welding/__init__.py"] = (
+        f'"""Interface shim installed by the challenge evaluator (numpy only)."""\n\n'
+        f'__version__ = "{version}"\n').encode()
+    digest = hashlib.sha256(b"".join(files.values())).hexdigest()[:12]
+    out = out_dir / digest / f"challenge_welding-{version}-py3-none-any.whl"
+    if out.is_file():
+        return out
+    info = f"challenge_welding-{version}.dist-info"
+    files[f"{info}/METADATA"] = (f"Metadata-Version: 2.1\nName: challenge-welding\nVersion: {version}\n"
+                                 "Summary: participant interface (provided by the evaluator)\n"
+                                 "Requires-Dist: numpy\n").encode()
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: challenge-welding\n" \
+                             b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for name, data in files.items():
+        h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={h},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    os.replace(tmp, out)
+    return out
+
+
+def detect_device() -> tuple[str, str]:
+    """("cuda", why) when a GPU is visible, else ("cpu", why).
+
+    Heuristic, no CUDA library needed: CUDA_VISIBLE_DEVICES set to "" or -1
+    hides every GPU; otherwise ``nvidia-smi -L`` listing a GPU, or a
+    /dev/nvidia0 device node, means one is visible.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return "cpu", f"CUDA_VISIBLE_DEVICES={visible!r}"
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10).stdout
+            if "GPU" in out:
+                return "cuda", out.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if Path("/dev/nvidia0").exists():
+        return "cuda", "/dev/nvidia0 present"
+    return "cpu", "no GPU visible (no nvidia-smi GPU, no /dev/nvidia0)"
+
+
+def _run(cmd: list[str], log: Path, timeout: float, what: str) -> None:
+    with open(log, "ab") as fh:
+        fh.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
+        fh.flush()
+        try:
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
+                                  env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"{what}: still running after {timeout:.0f} s, stopped "
+                               f"(see {log})") from None
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-12:]
+        raise InstallError(f"{what} failed (exit status {proc.returncode}); installer said:\n  "
+                           + "\n  ".join(tail))
+
+
+def _index_args(wheelhouse: str | None, no_index: bool) -> list[str]:
+    args = []
+    if wheelhouse:
+        args += ["--find-links", str(Path(wheelhouse).resolve())]
+    if no_index:
+        args.append("--no-index")
+    return args
+
+
+def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
+                        cache_dir: str | Path | None = None, installer: str = "auto",
+                        wheelhouse: str | None = None, no_index: bool = False,
+                        timeout: float = 1800.0, log=print) -> Environment:
+    """Build (or reuse) the submission's environment and install its code for this run."""
+    if not isolation:
+        return Environment(python=sys.executable, pythonpath=[str(root)], kind="none",
+                           notes=["--no-isolation: the submission runs from its folder in the "
+                                  "evaluator's own environment"])
+    t0 = time.perf_counter()
+    uv = find_uv() if installer in ("auto", "uv") else None
+    if installer == "uv" and uv is None:
+        raise InstallError("--installer uv: uv not found (pip install uv)")
+    kind = "uv" if uv else "pip"
+    req_path = root / "requirements.txt"
+    req_text = req_path.read_text(errors="replace") if req_path.is_file() else ""
+    filtered, dropped = sub.filter_requirements(req_text)
+    version = sub.pinned_version(dropped) or challenge_welding.__version__
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    shim = interface_wheel(cache / "interface", version)
+    notes = []
+    if dropped:
+        notes.append(f"requirement {dropped!r} satisfied by the evaluator: its own "
+                     f"challenge-welding {version} interface package (numpy only) is installed "
+                     "in its place")
+    h = hashlib.sha256()
+    for part in (ENV_FORMAT, sys.version, os.path.realpath(sys.executable), kind, filtered,
+                 shim.read_bytes().hex(), repr(_index_args(wheelhouse, no_index))):
+        h.update(part.encode() + b"\0")
+    for name in ("setup.py", "pyproject.toml", "setup.cfg"):
+        h.update((root / name).read_bytes() if (root / name).is_file() else b"-")
+    key = h.hexdigest()[:20]
+    env_dir = cache / key
+    py = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    install_log = workdir / "install.log"
+    req_file = root / ".evaluator-requirements.txt"  # beside the original: relative -r lines work
+    req_file.write_text(filtered)
+    index = _index_args(wheelhouse, no_index)
+    with open(cache / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; others wait, then reuse it
+        cached = (env_dir / ".complete").is_file()
+        if not cached:
+            log(f"creating the submission's environment ({kind}) in {env_dir}")
+            shutil.rmtree(env_dir, ignore_errors=True)
+            if uv:
+                override = workdir / "overrides.txt"
+                override.write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
+                _run([uv, "venv", "--quiet", "--python", sys.executable, str(env_dir)],
+                     install_log, timeout, "creating the virtual environment")
+                _run([uv, "pip", "install", "--python", str(py), "--override", str(override),
+                      *index, "-r", str(req_file), str(shim), str(root)],
+                     install_log, timeout, "installing requirements.txt and the submission")
+            else:
+                _run([sys.executable, "-m", "venv", str(env_dir)], install_log, timeout,
+                     "creating the virtual environment")
+                _run([str(py), "-m", "pip", "install", "--quiet", "--find-links",
+                      str(shim.parent), *index, "-r", str(req_file), str(shim), str(root)],
+                     install_log, timeout, "installing requirements.txt and the submission")
+            (env_dir / ".complete").write_text(key)
+        else:
+            log(f"reusing the cached environment {env_dir}")
+        # The submission's own code, for this run only (the cached env may hold another copy).
+        site = workdir / "site"
+        shutil.rmtree(site, ignore_errors=True)
+        if uv:
+            _run([uv, "pip", "install", "--python", str(py), "--no-deps", *index, "--target",
+                  str(site), str(root)], install_log, timeout, "installing the submission package")
+        else:
+            _run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", *index, "--target",
+                  str(site), str(root)], install_log, timeout, "installing the submission package")
+    return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
+                       path=str(env_dir), cached=cached, install_s=time.perf_counter() - t0,
+                       notes=notes)

@@ -1,0 +1,158 @@
+"""Validation of what ``predict`` returned for one batch.
+
+Pure functions over plain Python values and numpy arrays (the child has
+already turned numpy arrays, numpy scalars and tuples into lists, see
+``child.to_plain``; numpy input is accepted here too). Rules (issue 4, and what
+the challenge announced to participants):
+
+- ``predictions``: required, one per image; labels KO, OK, UNKNOWN; case and
+  surrounding whitespace are normalised with a warning; anything else is an error.
+- ``probabilities`` ([p_KO, p_OK, p_UNKNOWN] per image): missing -> one-hot of the
+  prediction; NaN, infinite or negative -> error; a row summing to 0 -> error;
+  a row off 1 by more than 1e-3 -> renormalised with a warning.
+- ``OOD_scores``: missing -> 0; negative -> clipped to 0 with a warning; NaN or
+  infinite -> error.
+- A length that differs from the batch size is an error.
+
+Errors raise :class:`OutputError` naming the sample and the field; warnings are
+counted per kind in a :class:`Notes` so that a set yields one line per kind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from challenge_welding.constants import STATES
+from challenge_welding.errors import ChallengeError
+
+SUM_TOLERANCE = 1e-3
+
+
+class OutputError(ChallengeError):
+    """predict() returned something the evaluation cannot use."""
+
+
+@dataclass
+class Notes:
+    """Warnings counted by kind, with the first example of each."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, kind: str, example: str, count: int = 1) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + count
+        self.examples.setdefault(kind, example)
+
+    def lines(self, prefix: str = "") -> list[str]:
+        return [f"{prefix}{kind}: {n} sample(s), e.g. {self.examples[kind]}"
+                for kind, n in self.counts.items()]
+
+
+@dataclass
+class Validated:
+    states: list[str]
+    probabilities: np.ndarray  # (n, 3) float64
+    ood: np.ndarray  # (n,) float64
+
+
+def _describe(value) -> str:
+    if isinstance(value, dict) and "__unsupported__" in value:
+        return f"an unsupported object ({value['__unsupported__']})"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _as_list(output: dict, key: str, n: int, sample_ids: list[str]):
+    value = output.get(key)
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list):
+        raise OutputError(f"'{key}' must be a list (or array) with one entry per image, "
+                          f"got {_describe(value)}")
+    if len(value) != n:
+        raise OutputError(f"'{key}' has {len(value)} entries for a batch of {n} images "
+                          f"(samples {sample_ids[0]} .. {sample_ids[-1]})")
+    return value
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    return None
+
+
+def validate_output(output, sample_ids: list[str], notes: Notes | None = None) -> Validated:
+    """Check and normalise one batch's output; ``sample_ids`` gives n and names the culprits."""
+    notes = notes if notes is not None else Notes()
+    n = len(sample_ids)
+    if not isinstance(output, dict):
+        raise OutputError("predict() must return a dict with 'predictions' (and optionally "
+                          f"'probabilities', 'OOD_scores'), got {_describe(output)}")
+    labels = _as_list(output, "predictions", n, sample_ids)
+    if labels is None:
+        raise OutputError(f"predict() returned no 'predictions' (keys: {sorted(output)})")
+    states = []
+    for sid, raw in zip(sample_ids, labels):
+        label = raw.strip().upper() if isinstance(raw, str) else None
+        if label not in STATES:
+            raise OutputError(f"sample {sid}: prediction {_describe(raw)} is not one of "
+                              f"{', '.join(STATES)}")
+        if label != raw:
+            notes.add("labels normalised (case/whitespace)", f"{raw!r} -> {label!r}")
+        states.append(label)
+
+    rows = _as_list(output, "probabilities", n, sample_ids)
+    if rows is None:
+        probs = np.zeros((n, 3))
+        probs[np.arange(n), [STATES.index(s) for s in states]] = 1.0
+        notes.add("probabilities missing, one-hot of the prediction used", sample_ids[0], n)
+    else:
+        probs = np.empty((n, 3))
+        for i, (sid, row) in enumerate(zip(sample_ids, rows)):
+            if isinstance(row, np.ndarray):
+                row = row.tolist()
+            values = [_number(v) for v in row] if isinstance(row, (list, tuple)) else None
+            if values is None or len(values) != 3 or any(v is None for v in values):
+                raise OutputError(f"sample {sid}: probabilities must be 3 numbers "
+                                  f"[p_KO, p_OK, p_UNKNOWN], got {_describe(row)}")
+            if not all(math.isfinite(v) for v in values):
+                raise OutputError(f"sample {sid}: probabilities contain NaN or infinity: {values}")
+            if min(values) < 0:
+                raise OutputError(f"sample {sid}: negative probability in {values}")
+            total = sum(values)
+            if total == 0:
+                raise OutputError(f"sample {sid}: probabilities are all zero")
+            if abs(total - 1.0) > SUM_TOLERANCE:
+                notes.add("probabilities renormalised (row sum off 1 by more than 1e-3)",
+                          f"{sid} sum {total:.4g}")
+                values = [v / total for v in values]
+            probs[i] = values
+
+    scores = _as_list(output, "OOD_scores", n, sample_ids)
+    if scores is None:
+        ood = np.zeros(n)
+        notes.add("OOD_scores missing, 0 used", sample_ids[0], n)
+    else:
+        ood = np.empty(n)
+        for i, (sid, raw) in enumerate(zip(sample_ids, scores)):
+            if isinstance(raw, list) and len(raw) == 1:  # a column vector, e.g. shape (n, 1)
+                raw = raw[0]
+            value = _number(raw)
+            if value is None:
+                raise OutputError(f"sample {sid}: OOD score must be a number, got {_describe(raw)}")
+            if not math.isfinite(value):
+                raise OutputError(f"sample {sid}: OOD score is {value} (must be a finite real >= 0)")
+            if value < 0:
+                notes.add("negative OOD scores clipped to 0", f"{sid} {value:.4g}")
+                value = 0.0
+            ood[i] = value
+    return Validated(states, probs, ood)

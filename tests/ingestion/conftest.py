@@ -1,0 +1,21 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from helpers import make_input_data  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def input_data(tmp_path_factory):
+    return make_input_data(tmp_path_factory.mktemp("input_data"))
+
+
+@pytest.fixture(scope="session")
+def env_cache(tmp_path_factory):
+    """One environment cache for the whole session: submissions with identical requirements
+    share one environment (the cache is keyed by their hash), so only the first test pays
+    for `uv venv` + install (from uv's download cache, a few seconds)."""
+    return tmp_path_factory.mktemp("env_cache")
