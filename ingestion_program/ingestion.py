@@ -1,6 +1,7 @@
 """Codabench ingestion entry point: a thin wrapper around `challenge-welding ingest`.
 
-Argv (set by metadata.yaml): INPUT_DATA OUTPUT PROGRAM SUBMISSION.
+Argv (set by metadata.yaml): INPUT_DATA OUTPUT PROGRAM SUBMISSION; or options of
+`challenge-welding ingest` (e.g. `--help`).
 The package is taken from the image, or from `vendor/` beside this file when
 the bundle vendored it.
 """
@@ -15,6 +16,8 @@ if (HERE / "vendor").is_dir():
 from challenge_welding.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("-"):  # options: --help, or a local run
+        sys.exit(main(["ingest", *sys.argv[1:]]))
     input_data, output, _program, submission = (sys.argv[1:] + [None] * 4)[:4]
     sys.exit(main([
         "ingest",

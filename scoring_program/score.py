@@ -1,7 +1,8 @@
 """Codabench scoring entry point: a thin wrapper around `challenge-welding score`.
 
 Argv (set by metadata.yaml): INPUT OUTPUT, where INPUT holds `ref`
-(reference_data) and `res` (the ingestion output). Exits non-zero when the
+(reference_data) and `res` (the ingestion output); or options of
+`challenge-welding score` (e.g. `--help`). Exits non-zero when the
 score cannot be computed, so that Codabench marks the submission failed.
 """
 
@@ -15,6 +16,8 @@ if (HERE / "vendor").is_dir():
 from challenge_welding.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("-"):  # options: --help, or a local run
+        sys.exit(main(["score", *sys.argv[1:]]))
     input_dir = Path(sys.argv[1] if len(sys.argv) > 1 else "/app/input")
     output = sys.argv[2] if len(sys.argv) > 2 else "/app/output"
     sys.exit(main([

@@ -1,13 +1,43 @@
 """Make the Codabench competition bundle zip."""
 
-from challenge_welding.errors import ChallengeError
-
-HELP = "Make the Codabench competition bundle zip."
+HELP = "Make the Codabench competition bundle zip (checked by our validator before it is written)."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="--data DATA --output bundle.zip")
+    parser.add_argument("--data", metavar="DATA",
+                        help="evaluation data folder written by build-sets")
+    parser.add_argument("--output", default="bundle.zip", metavar="ZIP",
+                        help="bundle to write (default: bundle.zip)")
+    parser.add_argument("--final-data", metavar="DATA2",
+                        help="a second build-sets folder for the final phase (default: DATA)")
+    parser.add_argument("--solution", metavar="DIR",
+                        help="reference solution folder (default: reference-solutions/Solution-1)")
+    parser.add_argument("--no-solution", action="store_true",
+                        help="no reference solution in the bundle and its starting kit")
+    parser.add_argument("--no-public-data", action="store_true",
+                        help="leave DATA/training_data out (upload it separately when large)")
+    parser.add_argument("--repo", metavar="DIR",
+                        help="repository root (default: found from here or from the package)")
+    parser.add_argument("--check", metavar="ZIP",
+                        help="only validate an existing bundle zip and list its problems")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.bundle.bundle import make_bundle
+    from challenge_welding.bundle.validate import validate_bundle
+    from challenge_welding.errors import ChallengeError
+
+    if args.check:
+        problems = validate_bundle(args.check)
+        for p in problems:
+            print(f"problem: {p}")
+        if problems:
+            raise ChallengeError(f"{args.check}: {len(problems)} problem(s)")
+        print(f"{args.check}: no problem")
+        return 0
+    if not args.data:
+        raise ChallengeError("bundle: --data DATA is required (the build-sets output folder)")
+    solution = None if args.no_solution else (args.solution or "default")
+    make_bundle(args.data, args.output, repo_root=args.repo, final_data=args.final_data,
+                solution=solution, public_data=not args.no_public_data)
+    return 0
