@@ -1,0 +1,301 @@
+"""Real submission folders run through `ingest`: real uv environments, real child processes."""
+
+import json
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
+from challenge_welding.errors import ChallengeError
+from challenge_welding.ingestion.run import ingest
+
+from helpers import GOOD, REQUIREMENTS, expected, make_input_data, make_submission
+
+# 7 performance images, batch 3 -> calls 1 (warm-up), 2, 3, 4 on performance; call 5 is the
+# first robustness batch. Faulty components misbehave at call 5 so that performance is done.
+FAULT_AT_CALL_5 = '''
+import os, sys, time, ctypes, signal
+import numpy as np
+from challenge_welding.ai_component_interface import AbstractAIComponent
+
+
+class MyAIComponent(AbstractAIComponent):
+    calls = 0
+
+    def load_model(self, config_file=None):
+        pass
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        MyAIComponent.calls += 1
+        if MyAIComponent.calls == 5:
+            misbehave()
+        n = len(input_images)
+        return {{"predictions": ["OK"] * n, "probabilities": [[0.1, 0.9, 0.0]] * n,
+                "OOD_scores": [0.5] * n}}
+
+
+def misbehave():
+    {body}
+'''
+
+
+def run(tmp_path, input_data, env_cache, component=GOOD, requirements=REQUIREMENTS, **opts):
+    sub = make_submission(tmp_path / "sub", component, requirements)
+    out = tmp_path / "pred"
+    opts.setdefault("batch_size", 3)
+    report = ingest(sub, input_data, out, cache_dir=env_cache, progress=False, **opts)
+    on_disk = json.loads((out / "ingestion.json").read_text())
+    assert on_disk["status"] == report["status"]
+    assert not (out / "metadata").exists()
+    return report, out
+
+
+def check_good_predictions(out, sets=SET_NAMES):
+    for name in sets:
+        df = pd.read_parquet(out / f"{name}.parquet")
+        assert list(df.columns) == list(PRED_COLUMNS)
+        labels, probs, ood = expected(name)
+        assert df["sample_id"].tolist() == [f"{name[:3]}{i:03d}" for i in range(len(labels))]
+        assert df["predicted_state"].tolist() == labels
+        # flat JPEG colours come back within a few levels: 0.02 on ratios of means
+        np.testing.assert_allclose(df[["scores KO", "scores OK", "scores UNKNOWN"]], probs,
+                                   atol=0.02)
+        np.testing.assert_allclose(df["scores OOD"], ood, atol=0.02)
+        assert (df["compute_time"] > 0).all() and (df["compute_time"] < 1).all()
+
+
+def test_good_submission_with_its_own_numpy(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache)
+    assert report["status"] == "ok", report["errors"]
+    assert report["errors"] == [] and report["fault"] is None
+    # the component asserted numpy 2.2.6 inside; ours is different
+    assert report["versions"]["submission_numpy"] == "2.2.6" != report["versions"]["numpy"]
+    assert report["device"] == {"name": "cpu", "reason": report["device"]["reason"],
+                                "passed": True}
+    assert report["environment"]["kind"] == "uv"
+    check_good_predictions(out)
+    # compute_time is per batch: one value shared by the images of a batch (3, 3, 1)
+    t = pd.read_parquet(out / "performance.parquet")["compute_time"].to_numpy()
+    assert t[0] == t[1] == t[2] and t[3] == t[4] == t[5]
+    assert report["timings"]["sets"]["performance"]["n"] == 7
+    assert "warmup_s" in report["timings"]
+
+
+def test_zip_with_one_top_folder_and_env_reuse(tmp_path, input_data, env_cache):
+    src = make_submission(tmp_path / "src")
+    archive = tmp_path / "submission.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in src.rglob("*"):
+            zf.write(f, "my-solution/" + f.relative_to(src).as_posix())
+    out = tmp_path / "pred"
+    ingest(archive, input_data, out, cache_dir=env_cache, progress=False, batch_size=4)
+    report = ingest(archive, input_data, out, cache_dir=env_cache, progress=False, batch_size=4)
+    assert report["status"] == "ok", report["errors"]
+    assert report["environment"]["cached"] is True  # second run: same requirements, same env
+    check_good_predictions(out)
+
+
+OLD_STYLE = '''
+import numpy as np
+from challenge_welding.AIComponent_interface import AbstractAIComponent
+
+
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self):
+        pass
+
+    def predict(self, input_images, images_meta_informations):
+        preds, probs, ood = [], [], []
+        for img in input_images:
+            r, g, b = img.reshape(-1, 3).mean(axis=0)
+            preds.append("KO" if r > g else "OK")
+            probs.append(np.array([r, g, b]) / (r + g + b))
+            ood.append(np.float32(b / 255.0))
+        return {"predictions": np.array(preds), "probabilities": np.stack(probs),
+                "OOD_scores": tuple(ood)}
+'''
+
+
+def test_old_import_path_and_signature_without_device(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, OLD_STYLE)
+    assert report["status"] == "ok", report["errors"]
+    assert report["device"]["passed"] is False
+    check_good_predictions(out)
+
+
+def test_pin_of_published_challenge_welding_and_missing_sets(tmp_path, env_cache):
+    partial = make_input_data(tmp_path / "partial", sets=("performance", "drift"))
+    report, out = run(tmp_path, partial, env_cache,
+                      requirements="numpy==2.2.6\nchallenge-welding==1.0\n")
+    assert report["status"] == "ok", report["errors"]
+    assert any("'challenge-welding==1.0' satisfied by the evaluator" in n
+               for n in report["environment"]["notes"])
+    assert "satisfied by the evaluator" in (out / "ingestion.log").read_text()
+    check_good_predictions(out, ("performance", "drift"))
+    skipped = [s for s in SET_NAMES if s not in ("performance", "drift")]
+    assert all(report["sets"][s]["status"] == "skipped" for s in skipped)
+    assert sum("set skipped" in w for w in report["warnings"]) == len(skipped)
+    assert not (out / "robustness.parquet").exists()
+
+
+CHEATER = '''
+from challenge_welding.ai_component_interface import AbstractAIComponent
+
+
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self, config_file=None):
+        pass
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        found = [m.get("class") or m.get("OOD_class") or m.get("path") for m in images_meta_informations]
+        return {"predictions": [f if f in ("KO", "OK") else "UNKNOWN" for f in found]}
+'''
+
+
+def test_predict_finds_no_label_in_metadata(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, CHEATER, sets=["performance"])
+    assert report["status"] == "ok", report["errors"]
+    df = pd.read_parquet(out / "performance.parquet")
+    assert (df["predicted_state"] == "UNKNOWN").all()
+    # probabilities missing -> one-hot of the prediction; OOD missing -> 0
+    assert (df["scores UNKNOWN"] == 1).all() and (df["scores OOD"] == 0).all()
+    assert any("probabilities missing" in w for w in report["warnings"])
+
+
+LENIENT = '''
+import numpy as np
+from challenge_welding.ai_component_interface import AbstractAIComponent
+
+
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self, config_file=None):
+        pass
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        n = len(input_images)
+        return {"predictions": tuple([" ok"] * n), "probabilities": np.full((n, 3), 2.0),
+                "OOD_scores": np.full(n, -0.5)}
+'''
+
+
+def test_lenient_outputs_are_normalised_with_warnings(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, LENIENT, sets=["ood_real"])
+    assert report["status"] == "ok", report["errors"]
+    df = pd.read_parquet(out / "ood_real.parquet")
+    assert df["predicted_state"].tolist() == ["OK", "OK"]
+    np.testing.assert_allclose(df[["scores KO", "scores OK", "scores UNKNOWN"]], 1 / 3)
+    assert df["scores OOD"].tolist() == [0.0, 0.0]
+    text = "\n".join(report["warnings"])
+    assert "ood_real: labels normalised" in text and "renormalised" in text and "clipped" in text
+
+
+def fault(tmp_path, input_data, env_cache, body, **opts):
+    report, out = run(tmp_path, input_data, env_cache, FAULT_AT_CALL_5.format(body=body), **opts)
+    assert report["status"] == "failed"
+    assert len(report["errors"]) == 1
+    # the set finished before the fault stays written; the failing and later sets do not
+    assert report["sets"]["performance"]["status"] == "ok"
+    assert pd.read_parquet(out / "performance.parquet")["predicted_state"].eq("OK").all()
+    assert report["sets"]["robustness"]["status"] == "failed"
+    assert all(report["sets"][s]["status"] == "not run" for s in SET_NAMES[2:])
+    assert not (out / "robustness.parquet").exists() and not (out / "drift.parquet").exists()
+    assert report["errors"][0].startswith("robustness: ")
+    assert report["errors"][0] in (out / "ingestion.log").read_text()
+    return report, out
+
+
+def test_exception_in_predict(tmp_path, input_data, env_cache):
+    report, _ = fault(tmp_path, input_data, env_cache, 'raise ValueError("bad weld tensor")')
+    assert "raised ValueError: bad weld tensor in predict()" in report["errors"][0]
+    assert "batch 1/1" in report["errors"][0]
+    tb = report["fault"]["traceback"]
+    assert "AIComponent.py" in tb and "in misbehave" in tb and 'raise ValueError' in tb
+
+
+def test_segfault(tmp_path, input_data, env_cache):
+    report, out = fault(tmp_path, input_data, env_cache, "ctypes.string_at(0)")
+    assert "segmentation fault (SIGSEGV)" in report["errors"][0]
+    # faulthandler's dump of the submission's stack
+    assert "in misbehave" in report["fault"]["traceback"]
+
+
+def test_os_exit(tmp_path, input_data, env_cache):
+    report, _ = fault(tmp_path, input_data, env_cache, "os._exit(3)")
+    assert "exited with status 3" in report["errors"][0]
+
+
+def test_killed_like_by_the_oom_killer(tmp_path, input_data, env_cache):
+    report, _ = fault(tmp_path, input_data, env_cache, "os.kill(os.getpid(), signal.SIGKILL)")
+    assert "killed (SIGKILL), most likely by the out-of-memory killer" in report["errors"][0]
+
+
+def test_hang_hits_the_batch_timeout(tmp_path, input_data, env_cache):
+    report, _ = fault(tmp_path, input_data, env_cache, "time.sleep(600)", batch_timeout=2)
+    assert "timed out: no answer after 2 s" in report["errors"][0]
+
+
+def test_garbage_output(tmp_path, input_data, env_cache):
+    comp = FAULT_AT_CALL_5.format(body="pass").replace(
+        'return {"predictions"', 'return "OK" if MyAIComponent.calls >= 5 else {"predictions"')
+    report, _ = run(tmp_path, input_data, env_cache, comp)
+    assert report["status"] == "failed"
+    assert "predict() must return a dict" in report["errors"][0]
+    assert report["sets"]["performance"]["status"] == "ok"
+
+
+@pytest.mark.parametrize("returned,message", [
+    ('{"predictions": ["OK"] * (len(input_images) - 1)}', "'predictions' has 2 entries for a batch of 3"),
+    ('{"predictions": ["OK"] * len(input_images), "probabilities": [[float("nan"), 0.5, 0.5]] * len(input_images)}',
+     "probabilities contain NaN"),
+    ('{"predictions": ["GOOD"] * len(input_images)}', "prediction 'GOOD' is not one of KO, OK, UNKNOWN"),
+])
+def test_invalid_outputs(tmp_path, input_data, env_cache, returned, message):
+    comp = GOOD.replace("assert self.loaded", f"return {returned}")
+    report, _ = run(tmp_path, input_data, env_cache, comp, sets=["robustness"])
+    assert report["status"] == "failed"
+    assert report["errors"][0].startswith("robustness: invalid output of predict() on set "
+                                          "robustness, batch 1/1 (samples rob000 .. rob002)")
+    assert message in report["errors"][0]
+
+
+def test_exception_at_import_and_in_load_model(tmp_path, input_data, env_cache):
+    at_import = 'raise ImportError("tensorflow is not installed")\n' + GOOD
+    report, out = run(tmp_path / "a", input_data, env_cache, at_import)
+    assert report["status"] == "failed"
+    assert "raised ImportError: tensorflow is not installed in importing the component" \
+        in report["errors"][0]
+    assert "AIComponent.py" in report["fault"]["traceback"]
+    assert all(report["sets"][s]["status"] == "not run" for s in SET_NAMES)
+    assert not list(out.glob("*.parquet"))
+
+    in_load = GOOD.replace("self.loaded = True", "open('/nonexistent/model.h5')")
+    report, _ = run(tmp_path / "b", input_data, env_cache, in_load)
+    assert "raised FileNotFoundError" in report["errors"][0] and "load_model()" in report["errors"][0]
+
+
+def test_stdout_flood_is_capped(tmp_path, input_data, env_cache):
+    flood = GOOD.replace("assert self.loaded", "print('x' * 4_000_000, flush=True)")
+    report, out = run(tmp_path, input_data, env_cache, flood, max_log_mb=1, sets=["performance"])
+    assert report["status"] == "ok", report["errors"]
+    assert report["submission_output_bytes"] >= 4 * 4_000_000  # 4 calls with the warm-up
+    size = (out / "submission_output.log").stat().st_size
+    assert (1 << 20) < size < (1 << 20) + 20_000  # the first MB, a marker and the 16 KB tail
+    assert any("wrote 16.0 MB" in w for w in report["warnings"])
+
+
+def test_no_isolation_runs_from_the_folder(tmp_path, input_data):
+    comp = OLD_STYLE  # any numpy works without the pin check
+    sub = make_submission(tmp_path / "sub", comp)
+    report = ingest(sub, input_data, tmp_path / "pred", isolation=False, progress=False)
+    assert report["status"] == "ok" and report["environment"]["kind"] == "none"
+    check_good_predictions(tmp_path / "pred")
+
+
+def test_bad_input_data_is_an_error(tmp_path, env_cache):
+    sub = make_submission(tmp_path / "sub")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ChallengeError, match="none of the sets"):
+        ingest(sub, tmp_path / "empty", tmp_path / "pred", cache_dir=env_cache, progress=False)
+    assert json.loads((tmp_path / "pred" / "ingestion.json").read_text())["status"] == "failed"
