@@ -1,9 +1,312 @@
-"""The detailed results page (stub until the report lands)."""
+"""The detailed results page: one self-contained HTML file (inline CSS, inline SVG charts, no network).
 
-import html as _html
+`render_report(details, frames, config)` turns the details.json content (schema in the
+team guide) and the merged per-set frames into the page. Only reduced data reaches the
+page (bins, curves of a few hundred points, per-set tables), so its size and time do not
+grow with the number of samples beyond the array passes. A missing set, KPI or list is
+shown as absent; a chart that cannot be drawn shows why instead of failing the scoring.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
 import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..constants import KPI_KEYS, SET_NAMES
+from . import charts
+from .extras import cfg_get, compute_extras
+from .reliability import reliability_bins
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+KPI_LABELS = {"perf": "Performance", "uncertainty": "Uncertainty", "robustness": "Robustness",
+              "ood": "OOD detection", "generalization": "Generalization", "drift": "Drift"}
+KPI_SETS = {"perf": "performance", "uncertainty": "performance", "robustness": "robustness",
+            "ood": "ood_real + ood_synthetic", "generalization": "generalization", "drift": "drift"}
+CRITERIA = {  # key: (KPI, label, meaning, better)
+    "op": ("perf", "OP", "operational cost: 0 = perfect, 1 = human-only process, > 1 worse", "lower"),
+    "ml": ("perf", "ML", "F-beta of the defect class KO (UNKNOWN = not KO)", "higher"),
+    "time_p95": ("perf", "t (s)", "95th percentile of the per-image predict() time, seconds", "lower"),
+    "uop": ("uncertainty", "UOP", "gain of the probabilities over the hard answers, in cost", "higher"),
+    "ucalib_ko": ("uncertainty", "ECE_KO", "calibration error on the true-KO samples", "lower"),
+    "ucalib_ok": ("uncertainty", "ECE_OK", "calibration error on the true-OK samples", "lower"),
+    "r_blur": ("robustness", "r blur", "mean ML over the blur ladder", "higher"),
+    "r_lum": ("robustness", "r luminance", "mean ML over the luminance ladder", "higher"),
+    "r_rot": ("robustness", "r rotation", "mean ML over the rotation ladder", "higher"),
+    "r_trans": ("robustness", "r translation", "mean ML over the translation ladder", "higher"),
+    "ood_syn": ("ood", "AUROC synthetic", "OOD score against the OOD label, ood_synthetic", "higher"),
+    "ood_real": ("ood", "AUROC real", "OOD score against the OOD label, ood_real", "higher"),
+    "op_g": ("generalization", "OP_g", "operational cost on unseen seams", "lower"),
+    "ml_g": ("generalization", "ML_g", "F-beta of KO on unseen seams", "higher"),
+    "op_d": ("drift", "OP_d", "operational cost on the drift samples not labelled OOD", "lower"),
+    "ood_d": ("drift", "AUROC_d", "OOD score against the OOD label along the drift sequence", "higher"),
+}
+MAX_ROC_POINTS, MAX_DRIFT_POINTS, MAX_SMOOTH_POINTS = 400, 2500, 400
 
 
 def render_report(details: dict, frames: dict, config) -> str:
-    body = _html.escape(json.dumps(details.get("scores", {}), indent=1))
-    return f"<!doctype html><html><body><pre>{body}</pre></body></html>"
+    """The detailed results page as one HTML string."""
+    import jinja2
+
+    details = details or {}
+    frames = {k: v for k, v in (frames or {}).items() if v is not None}
+    if not config:
+        config = details.get("config") or {}
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["f"] = fmt
+    env.filters["pct"] = lambda x: fmt(x, 1, scale=100) + " %" if _finite(x) else "n/a"
+    return env.get_template("report.html.j2").render(**build_context(details, frames, config))
+
+
+def build_context(details: dict, frames: dict, config) -> dict:
+    problems: list[str] = []
+
+    def chart(name, fn, *args):
+        # A chart must never cost the participant their scores: show the reason instead.
+        try:
+            return charts_markup(fn(*args))
+        except Exception as exc:  # noqa: BLE001 - reported on the page and in its warnings
+            problems.append(f"chart '{name}' could not be drawn: {type(exc).__name__}: {exc}")
+            return charts_markup(f'<p class="absent">chart unavailable: {type(exc).__name__}</p>')
+
+    extras = details.get("extras")
+    if not extras:
+        extras = compute_extras(frames, config) if frames else {}
+    perf_extras = (extras.get("sets") or {}).get(extras.get("primary_set", "performance"))
+    kpis = details.get("kpis") or {}
+    reliability = _reliability(frames.get("performance"), config)
+    ctx = {
+        "title": "Detailed results",
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "score": details.get("score", (details.get("scores") or {}).get("score")),
+        "score_ci": details.get("score_ci"),
+        "warnings": list(details.get("warnings") or []),
+        "kpi_rows": _kpi_rows(kpis, details.get("scores") or {}, details.get("criteria_ci") or {}, config),
+        "final_weights": cfg_get(config, "final_weights", default={}),
+        "rescaling_betas": (cfg_get(config, "rescaling", "beta1"), cfg_get(config, "rescaling", "beta2")),
+        "set_rows": _set_rows(details.get("sets") or {}),
+        "cost_matrix": cfg_get(config, "cost", default={}),
+        "seam_weights": cfg_get(config, "seam_weights", default={}),
+        "default_seam_weight": cfg_get(config, "default_seam_weight"),
+        "time": details.get("time") or {},
+        "reliability": reliability,
+        "robustness": details.get("robustness") or {},
+        "rob_weights": cfg_get(config, "kpis", "robustness", "weights", default={}),
+        "extras": extras,
+        "perf_extras": perf_extras,
+        "undefined_cases": list(details.get("undefined_cases") or []),
+        "metric_card": details.get("metric_card") or {},
+        "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
+    }
+    rocs = {name: _roc(frames.get(name)) for name in ("ood_real", "ood_synthetic", "drift")}
+    ctx["rocs"] = rocs
+    ctx["charts"] = {
+        "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
+        "reliability": chart("reliability", charts.reliability_chart, reliability),
+        "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"]),
+        "roc": chart("roc", charts.roc_chart, rocs),
+        "drift": chart("drift", charts.drift_chart, _drift(frames.get("drift"))),
+        "retention": chart("retention", charts.retention_chart, perf_extras["retention"]) if perf_extras else None,
+        "trust": chart("trust", charts.trust_chart, perf_extras["trust"]) if perf_extras else None,
+    }
+    ctx["extras_metrics"] = _extras_metrics(extras)
+    ctx["warnings"] += problems
+    return ctx
+
+
+def charts_markup(svg: str):
+    from markupsafe import Markup
+
+    return Markup(svg)
+
+
+# ---------------------------------------------------------------- formatting
+
+def _finite(x) -> bool:
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def fmt(x, digits: int = 3, scale: float = 1.0) -> str:
+    """A number for the page; None/NaN/inf -> 'n/a', big numbers with thousands separators."""
+    if isinstance(x, bool) or not _finite(x):
+        return "n/a" if not isinstance(x, str) else x
+    v = float(x) * scale
+    if float(x) == int(float(x)) and abs(v) >= 1000 and scale == 1.0:
+        return f"{int(v):,}".replace(",", "\u202f")
+    return f"{v:.{digits}f}"
+
+
+def _plain(obj):
+    """The config as plain JSON-able data (dataclasses and numpy scalars included)."""
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+
+        obj = dataclasses.asdict(obj)
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# ---------------------------------------------------------------- sections
+
+def _rescaling_text(kpi: dict, betas) -> str:
+    b1, b2 = betas if betas and None not in betas else ("β1", "β2")
+    a1, a2 = kpi.get("alpha1"), kpi.get("alpha2")
+    kind = kpi.get("rescaling") or "unscaled"
+    if kind == "three-piece":
+        return (f"piecewise linear through (0, 0), (α1 = {fmt(a1)}, {b1}), (α2 = {fmt(a2)}, {b2}) "
+                f"and (1, 1), clipped to [0, 1]; α1 = raw KPI of 'full UNKNOWN', α2 = raw KPI of 'good'")
+    if kind == "two-piece":
+        return (f"α1 = {fmt(a1)} ≤ 0, first piece dropped: linear through (α2 = {fmt(a2)}, {b2}) and (1, 1), "
+                f"clipped to [0, 1]")
+    if a1 is None or a2 is None:
+        return "unscaled: breakpoints not calibrated, rescaled = raw"
+    return f"unscaled: α2 = {fmt(a2)} ≤ α1 = {fmt(a1)}, calibration degenerate, rescaled = raw"
+
+
+def _kpi_formula(key: str, config) -> str:
+    k = lambda *p: fmt(cfg_get(config, "kpis", key, *p), 4).rstrip("0").rstrip(".")  # noqa: E731
+    if key == "perf":
+        return (f"I_perf = ({k('alpha_op')} e^(-{k('k_c')} OP) + {k('alpha_ml')} ML) / "
+                f"(1 + {k('k_t')} ln(1 + t))")
+    if key == "uncertainty":
+        return (f"I_U = clip(UOP) · clip(1 - {k('calib_factor')} ({k('w_ko')} ECE_KO + {k('w_ok')} ECE_OK)), "
+                f"{k('ece_bins')} bins")
+    if key == "robustness":
+        w = cfg_get(config, "kpis", "robustness", "weights", default={})
+        return "I_rob = " + " + ".join(f"{fmt(v, 2)} r_{name}" for name, v in w.items())
+    if key == "ood":
+        return f"I_ood = {k('w_syn')} AUROC_syn + {k('w_real')} AUROC_real"
+    if key == "generalization":
+        return f"I_gen = {k('alpha_op')} e^(-{k('k_op')} OP_g) + {k('alpha_ml')} ML_g"
+    if key == "drift":
+        return f"I_drift = {k('alpha_op')} e^(-{k('k_op')} OP_d) + {k('alpha_ood')} AUROC_d"
+    return ""
+
+
+def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
+    betas = (cfg_get(config, "rescaling", "beta1"), cfg_get(config, "rescaling", "beta2"))
+    weights = cfg_get(config, "final_weights", default={})
+    rows = []
+    for key in KPI_KEYS:
+        kpi = kpis.get(key) or {}
+        crit_values = kpi.get("criteria") or {}
+        criteria = []
+        for ck, (owner, label, meaning, better) in CRITERIA.items():
+            if owner != key:
+                continue
+            criteria.append({"key": ck, "label": label, "meaning": meaning, "better": better,
+                             "value": crit_values.get(ck, scores.get(ck)), "ci": criteria_ci.get(ck)})
+        rows.append({"key": key, "label": KPI_LABELS[key], "set": KPI_SETS[key], "present": bool(kpi),
+                     "raw": kpi.get("raw"), "rescaled": kpi.get("rescaled", scores.get(key)),
+                     "ci": kpi.get("ci"), "weight": kpi.get("weight", weights.get(key)),
+                     "rescaling": _rescaling_text(kpi, betas), "rescaling_kind": kpi.get("rescaling"),
+                     "formula": _kpi_formula(key, config), "criteria": criteria})
+    return rows
+
+
+def _set_rows(sets: dict) -> list[dict]:
+    rows = []
+    for name in list(SET_NAMES) + [s for s in sets if s not in SET_NAMES]:
+        s = sets.get(name)
+        if s is None:
+            rows.append({"name": name, "present": False})
+            continue
+        n, n_ko = s.get("n") or 0, s.get("n_KO") or 0
+        cost, ideal, human = s.get("cost"), s.get("cost_ideal"), s.get("cost_human")
+        op = ((cost - ideal) / (human - ideal)
+              if _finite(cost) and _finite(ideal) and _finite(human) and human != ideal else None)
+        rows.append({"name": name, "present": True, "n": n, "n_KO": n_ko, "n_OK": s.get("n_OK"),
+                     "ko_share": n_ko / n if n else None, "n_ood": s.get("n_ood"),
+                     "confusion": s.get("confusion") or {}, "cost": cost, "cost_ideal": ideal,
+                     "cost_human": human, "op": op, "sha256": s.get("sha256") or ""})
+    return rows
+
+
+def _reliability(frame, config) -> dict:
+    if frame is None or len(frame) == 0:
+        return {}
+    bins = int(cfg_get(config, "kpis", "uncertainty", "ece_bins", default=10))
+    y = frame["class"].to_numpy().astype(str)
+    p_ko, p_ok = frame["scores KO"].to_numpy(float), frame["scores OK"].to_numpy(float)
+    return {f"true {c}": reliability_bins(y[y == c], p_ko[y == c], p_ok[y == c], bins) for c in ("KO", "OK")}
+
+
+def _roc(frame) -> dict | None:
+    """ROC curve of the OOD score (sklearn), at most MAX_ROC_POINTS points; a note when undefined."""
+    if frame is None:
+        return None
+    if len(frame) == 0 or "ood" not in frame.columns:
+        return {"note": "no OOD label" if len(frame) else "empty set"}
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    y = frame["ood"].to_numpy().astype(int)
+    s = frame["scores OOD"].to_numpy(float) if "scores OOD" in frame.columns else np.zeros(len(y))
+    if y.min() == y.max():
+        return {"note": "one OOD class only: AUROC undefined"}
+    fpr, tpr, _ = roc_curve(y, s)
+    if len(fpr) > MAX_ROC_POINTS:
+        idx = np.unique(np.linspace(0, len(fpr) - 1, MAX_ROC_POINTS).round().astype(int))
+        fpr, tpr = fpr[idx], tpr[idx]
+    return {"fpr": fpr.tolist(), "tpr": tpr.tolist(), "auroc": float(roc_auc_score(y, s)),
+            "n": int(len(y)), "n_ood": int(y.sum())}
+
+
+def _drift(frame) -> dict | None:
+    """Drift sequence reduced for plotting: strided points, a rolling median, the OOD spans."""
+    if frame is None or len(frame) == 0:
+        return None
+    import pandas as pd
+
+    if "position" in frame.columns:
+        frame = frame.sort_values("position", kind="stable")
+        pos = frame["position"].to_numpy(float)
+    else:
+        pos = np.arange(len(frame), dtype=float)
+    score = frame["scores OOD"].to_numpy(float) if "scores OOD" in frame.columns else np.zeros(len(frame))
+    ood = frame["ood"].to_numpy().astype(int) if "ood" in frame.columns else np.zeros(len(frame), int)
+    n = len(pos)
+    window = max(5, n // 50)
+    smooth = pd.Series(score).rolling(window, center=True, min_periods=1).median().to_numpy()
+    step = max(1, math.ceil(n / MAX_DRIFT_POINTS))
+    sstep = max(1, math.ceil(n / MAX_SMOOTH_POINTS))
+    # contiguous runs of OOD labels, as (first position, last position)
+    edges = np.flatnonzero(np.diff(np.r_[0, ood, 0]))
+    spans = [(float(pos[a]), float(pos[b - 1])) for a, b in zip(edges[::2], edges[1::2])]
+    return {"position": pos[::step], "score": score[::step], "ood": ood[::step], "window": window,
+            "smooth_position": pos[::sstep], "smooth_score": smooth[::sstep], "ood_spans": spans}
+
+
+def _extras_metrics(extras: dict) -> list[dict]:
+    """Metric-card rows for what is reported beyond the score."""
+    p = (extras or {}).get("parameters") or {}
+    if not p:
+        return []
+    return [
+        {"name": "Trust opinion (subjective logic)", "set": "every set, OOD rows excluded",
+         "formula": "per class c: bins of p_c/(p_KO+p_OK) (0.5 when both 0); r = t_i, s = |t_i - n_i RP_i|; "
+                    "b = r/(W+r+s), d = s/(W+r+s), u = W/(W+r+s), P = b + a u",
+         "parameters": {"bins": p.get("trust_bins"), "W": p.get("trust_prior_weight"),
+                        "representative": "bin centre", "base rate": p.get("trust_base_rate"),
+                        "fusion": p.get("trust_fusion")}},
+        {"name": "Error-retention curve, R-AUC (Shifts)", "set": "every set, OOD rows excluded",
+         "formula": "uncertainty 1 - max(p_KO, p_OK); rejected samples take the oracle answer; "
+                    "curve = sum of retained errors / N; R-AUC = area over retention [0, 1]",
+         "parameters": {"errors": "misclassification (UNKNOWN = error); excess cost / (C(human) - C(ideal))",
+                        "ties": p.get("retention_ties"), "area": p.get("retention_area"),
+                        "points on page": p.get("retention_points")}},
+    ]

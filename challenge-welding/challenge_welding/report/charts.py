@@ -1,0 +1,251 @@
+"""Charts of the detailed results page, drawn with matplotlib and returned as inline SVG text.
+
+Figures are built with `matplotlib.figure.Figure` (no pyplot: no global state, no GUI
+backend). Text stays text (svg.fonttype none: small files, the browser's sans-serif), ids
+are salted with a constant so the same inputs give the same page, and the SVG metadata
+block and namespace URLs are dropped so the page references nothing outside itself.
+Every function takes already-reduced data (curves of a few hundred points at most).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+KO_COLOUR, OK_COLOUR = "#c0392b", "#2471a3"
+GREY, GREEN, ORANGE, PURPLE = "#7f8c8d", "#229954", "#d68910", "#7d3c98"
+SET_COLOURS = {"ood_real": "#2471a3", "ood_synthetic": "#d68910", "drift": "#7d3c98"}
+RC = {"svg.fonttype": "none", "svg.hashsalt": "challenge-welding", "font.size": 9,
+      "font.family": "sans-serif", "axes.spines.top": False, "axes.spines.right": False,
+      "axes.grid": True, "grid.alpha": 0.3, "axes.titlesize": 10}
+
+
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **kw):
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes.ravel()
+
+
+def to_svg(fig) -> str:
+    """The figure as an <svg> element sized to its container (no XML prolog, no metadata)."""
+    buf = io.StringIO()
+    with rc_context(RC):
+        fig.savefig(buf, format="svg")
+    svg = buf.getvalue()
+    svg = svg[svg.find("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg, count=3)
+    # responsive: keep the viewBox, let CSS decide the width
+    svg = re.sub(r'<svg([^>]*?)\swidth="[^"]*"\s+height="[^"]*"', r'<svg\1', svg, count=1)
+    return svg.replace("<svg", '<svg class="chart" role="img"', 1)
+
+
+def _note(ax, text: str):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color=GREY, wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+
+
+def kpi_chart(kpis: dict, labels: dict) -> str:
+    """Rescaled KPIs (bars, with their 95 % interval) and raw KPIs (diamonds)."""
+    with rc_context(RC):
+        keys = [k for k in labels if k in kpis]
+        fig, (ax,) = new_figure(10, 0.34 * max(len(keys), 1) + 0.8)
+        if not keys:
+            _note(ax, "no KPI in details")
+            return to_svg(fig)
+        ypos = np.arange(len(keys))[::-1]
+        resc = np.array([_num(kpis[k].get("rescaled")) for k in keys])
+        raw = np.array([_num(kpis[k].get("raw")) for k in keys])
+        ax.barh(ypos, np.nan_to_num(resc), color="#5dade2", height=0.6, label="rescaled")
+        for y, k in zip(ypos, keys):
+            ci = kpis[k].get("ci")
+            if ci and len(ci) == 2 and None not in ci:
+                ax.plot(ci, [y, y], color="#1b2631", lw=1.5)
+                ax.plot(ci, [y, y], "|", color="#1b2631", ms=8)
+        ax.plot(raw, ypos, "D", color=ORANGE, ms=5, label="raw")
+        ax.set_yticks(ypos, [labels[k] for k in keys])
+        ax.set_xlim(0, 1.02)
+        ax.set_xlabel("KPI (0 = worst, 1 = best)")
+        ax.legend(loc="lower right", fontsize=8)
+        return to_svg(fig)
+
+
+def reliability_chart(subsets: dict) -> str:
+    """Reliability diagrams: accuracy against mean confidence per bin, one panel per subset."""
+    with rc_context(RC):
+        fig, axes = new_figure(10, 3.4, 1, max(len(subsets), 1))
+        if not subsets:
+            _note(axes[0], "performance set absent")
+            return to_svg(fig)
+        for ax, (title, rel) in zip(axes, subsets.items()):
+            edges = np.asarray(rel["edges"])
+            width = edges[1] - edges[0]
+            centres = edges[:-1] + width / 2
+            acc = np.asarray(rel["accuracy"], float)
+            conf = np.asarray(rel["confidence"], float)
+            ax.bar(centres, np.nan_to_num(acc), width=width * 0.9, color="#85c1e9", edgecolor="#2471a3",
+                   label="accuracy")
+            ok = ~np.isnan(conf)
+            ax.plot(conf[ok], acc[ok], "o", color=KO_COLOUR, ms=4, label="(confidence, accuracy)")
+            ax.plot([0, 1], [0, 1], "--", color=GREY, lw=1, label="perfect calibration")
+            for c, n in zip(centres, rel["count"]):
+                if n:
+                    ax.text(c, 1.02, str(n), ha="center", va="bottom", fontsize=6, color=GREY)
+            ece = rel.get("ece")
+            ece_txt = "n/a" if ece is None or not np.isfinite(ece) else f"{ece:.3f}"
+            ax.set_title(f"{title} (n = {rel['n']}, ECE = {ece_txt})")
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.12)
+            ax.set_xlabel("top-label confidence")
+            ax.set_ylabel("accuracy")
+        axes[0].legend(loc="upper left", fontsize=7)
+        return to_svg(fig)
+
+
+def robustness_chart(robustness: dict, order=("blur", "luminance", "rotation", "translation")) -> str:
+    """ML against perturbation level, one panel per perturbation type."""
+    with rc_context(RC):
+        fig, axes = new_figure(10, 5.2, 2, 2)
+        for ax, kind in zip(axes, order):
+            data = robustness.get(kind) or {}
+            levels, ml = np.asarray(data.get("levels") or [], float), np.asarray(data.get("ml") or [], float)
+            if len(levels) == 0:
+                ax.set_title(kind)
+                _note(ax, f"no '{kind}' rows in the robustness set")
+                continue
+            ax.fill_between(levels, np.nan_to_num(ml), color="#aed6f1", alpha=0.6)
+            ax.plot(levels, ml, "o-", color="#1f618d", ms=3)
+            r = _num(data.get("r"))
+            ax.set_title(f"{kind}: r = {r:.3f}" if np.isfinite(r) else kind)
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("level (0 = clean)")
+            ax.set_ylabel("ML (F-beta of KO)")
+        return to_svg(fig)
+
+
+def roc_chart(rocs: dict) -> str:
+    """ROC curves of the OOD score against the OOD label, one panel per set."""
+    with rc_context(RC):
+        fig, axes = new_figure(10, 3.4, 1, 3)
+        for ax, name in zip(axes, ("ood_real", "ood_synthetic", "drift")):
+            roc = rocs.get(name)
+            ax.set_title(name)
+            if roc is None:
+                _note(ax, "set absent")
+                continue
+            if roc.get("note"):
+                _note(ax, roc["note"])
+                continue
+            ax.plot(roc["fpr"], roc["tpr"], color=SET_COLOURS[name], lw=1.8,
+                    label=f"AUROC = {roc['auroc']:.3f}")
+            ax.plot([0, 1], [0, 1], "--", color=GREY, lw=1)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.01)
+            ax.set_aspect("equal")
+            ax.set_xlabel("false positive rate")
+            ax.set_ylabel("true positive rate")
+            ax.legend(loc="lower right", fontsize=8)
+        return to_svg(fig)
+
+
+def drift_chart(drift: dict | None) -> str:
+    """OOD score along the drift sequence, the OOD-labelled part shaded."""
+    with rc_context(RC):
+        fig, (ax,) = new_figure(10, 3.0)
+        if not drift:
+            _note(ax, "drift set absent")
+            return to_svg(fig)
+        for lo, hi in drift["ood_spans"]:
+            ax.axvspan(lo - 0.5, hi + 0.5, color="#f5b7b1", alpha=0.5, lw=0)
+        pos, score, ood = (np.asarray(drift[k]) for k in ("position", "score", "ood"))
+        ax.scatter(pos[ood == 0], score[ood == 0], s=4, color=OK_COLOUR, alpha=0.6, label="in-distribution")
+        ax.scatter(pos[ood == 1], score[ood == 1], s=4, color=KO_COLOUR, alpha=0.6, label="labelled OOD")
+        ax.plot(drift["smooth_position"], drift["smooth_score"], color="#1b2631", lw=1.4,
+                label=f"rolling median ({drift['window']} samples)")
+        if drift["ood_spans"]:
+            ax.plot([], [], "s", color="#f5b7b1", label="OOD part (shaded)")
+        ax.set_xlabel("position in the sequence")
+        ax.set_ylabel("OOD score")
+        ax.legend(loc="upper left", fontsize=7, ncols=2)
+        return to_svg(fig)
+
+
+def retention_chart(retention: dict) -> str:
+    """Error-retention curves (uncertainty order, random, oracle), one panel per error."""
+    titles = {"misclassification": "misclassification rate", "excess_cost": "excess cost"}
+    with rc_context(RC):
+        fig, axes = new_figure(10, 3.5, 1, 2)
+        for ax, key in zip(axes, titles):
+            res = retention.get(key)
+            ax.set_title(titles[key])
+            if not res or not res["curve"]["retention"]:
+                _note(ax, "no sample")
+                continue
+            end = res["mean_error"] or 0.0
+            ax.plot(res["curve"]["retention"], res["curve"]["value"], color="#1f618d", lw=1.8,
+                    label=f"by uncertainty (R-AUC {_fmt(res['r_auc'])})")
+            ax.plot([0, 1], [0, end], "--", color=GREY, lw=1.2,
+                    label=f"random order ({_fmt(res['random_r_auc'])})")
+            ax.plot(res["oracle_curve"]["retention"], res["oracle_curve"]["value"], ":", color=GREEN, lw=1.8,
+                    label=f"oracle ({_fmt(res['oracle_r_auc'])})")
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("retention fraction (most certain kept)")
+            unit = res.get("unit", "")
+            ax.set_ylabel("mean error over all N" + (f" ({unit} units)" if key == "excess_cost" else ""))
+            ax.legend(loc="upper left", fontsize=7)
+        return to_svg(fig)
+
+
+def trust_chart(trust: dict) -> str:
+    """Belief / disbelief / uncertainty per probability bin for each class, and the fused opinions."""
+    with rc_context(RC):
+        fig, axes = new_figure(10, 3.3, 1, 3, gridspec_kw={"width_ratios": [3, 3, 1.6]})
+        colours = {"b": GREEN, "d": KO_COLOUR, "u": "#bdc3c7"}
+        names = {"b": "belief", "d": "disbelief", "u": "uncertainty"}
+        for ax, cls in zip(axes, ("KO", "OK")):
+            bins = trust["classes"][cls]["bins"]
+            x = np.array([b["rp"] for b in bins])
+            bottom = np.zeros(len(bins))
+            for k in "bdu":
+                v = np.array([b[k] for b in bins])
+                ax.bar(x, v, bottom=bottom, width=0.09, color=colours[k], label=names[k])
+                bottom += v
+            for xi, b in zip(x, bins):
+                ax.text(xi, 1.02, str(b["n"]), ha="center", va="bottom", fontsize=6, color=GREY)
+            ax.set_title(f"class {cls}: bins of p_{cls} / (p_KO + p_OK)")
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.1)
+            ax.set_xlabel(f"binary probability of {cls}")
+        axes[0].set_ylabel("opinion mass")
+        axes[0].legend(loc="lower left", fontsize=7)
+        ax = axes[2]
+        fused = [trust["classes"]["KO"]["opinion"], trust["classes"]["OK"]["opinion"], trust["model"]]
+        bottom = np.zeros(3)
+        for k in "bdu":
+            v = np.array([o[k] for o in fused])
+            ax.bar([0, 1, 2], v, bottom=bottom, width=0.6, color=colours[k])
+            bottom += v
+        ax.plot([0, 1, 2], [o["P"] for o in fused], "D", color="#1b2631", ms=5, label="projected P")
+        ax.set_xticks([0, 1, 2], ["KO", "OK", "model"])
+        ax.set_ylim(0, 1.1)
+        ax.set_title("fused")
+        ax.legend(loc="lower center", fontsize=7)
+        return to_svg(fig)
+
+
+def _num(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _fmt(x, digits: int = 3) -> str:
+    v = _num(x)
+    return "n/a" if not np.isfinite(v) else f"{v:.{digits}f}"

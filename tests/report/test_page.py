@@ -1,0 +1,92 @@
+"""The detailed results page: sections, self-containment, missing pieces, and a real headless Chromium render."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from challenge_welding.report.html import render_report
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+SECTIONS = ("kpis", "sets", "uncertainty", "robustness", "ood", "retention", "trust", "card")
+# colours only the charts use (charts.py): KO red, belief green, KPI bar blue, drift purple ROC
+CHART_COLOURS = {"ko red": (0xC0, 0x39, 0x2B), "green": (0x22, 0x99, 0x54), "bar blue": (0x5D, 0xAD, 0xE2),
+                 "purple": (0x7D, 0x3C, 0x98)}
+
+
+@pytest.fixture(scope="module")
+def page(report_details, report_frames, scoring_config, tmp_path_factory):
+    html = render_report(report_details, report_frames, scoring_config)
+    path = tmp_path_factory.mktemp("page") / "detailed_results.html"
+    path.write_text(html, encoding="utf-8")
+    return html, path
+
+
+def test_page_has_every_section_and_the_numbers(page, report_details):
+    html, _ = page
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in html, sid
+    for name in ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift"):
+        assert f'id="set-{name}"' in html
+    assert f"{report_details['score']:.2f}" in html
+    assert html.count("<svg") == 7  # kpis, reliability, robustness, roc, drift, retention, trust
+    assert "chart unavailable" not in html
+    assert report_details["metric_card"]["config_sha256"] in html
+    assert "bin 3 empty" in html  # an undefined case of the details
+    # the trust table shows the fused model opinion of the extras
+    b = report_details["extras"]["sets"]["performance"]["trust"]["model"]["b"]
+    assert f"{b:.4f}" in html
+
+
+def test_page_is_self_contained(page):
+    html, _ = page
+    assert not re.search(r"https?://", html), "a URL in the page"
+    assert not re.search(r"""(src|href)\s*=\s*["']?(?!#)[^"'\s>]""", html), "an external resource"
+    assert not re.search(r"""url\(\s*["']?(?!#)""", html), "a url() that is not a fragment"
+    assert "<script" not in html and "@import" not in html and "<link" not in html
+    assert len(html) < 2_000_000
+
+
+def test_page_renders_with_missing_pieces(report_frames, scoring_config):
+    # no details at all, no frames: still a page
+    html = render_report({}, {}, scoring_config)
+    assert 'id="card"' in html and "set absent" in html
+    # only the performance set, no robustness/time/metric card, a KPI missing
+    frames = {"performance": report_frames["performance"]}
+    details = {"score": 12.5, "kpis": {"perf": {"raw": 0.2, "rescaled": 0.3, "ci": [0.25, 0.35],
+                                                 "rescaling": "unscaled", "criteria": {"op": np.nan}}},
+               "robustness": {"blur": {"levels": [], "ml": [], "r": None}}, "undefined_cases": [],
+               "sets": {"performance": {"n": 4000, "n_KO": 248, "n_OK": 3752, "n_ood": None,
+                                        "confusion": {}, "cost": None}}}
+    html = render_report(details, frames, None)
+    assert "12.50" in html and "chart unavailable" not in html
+    assert "no &#39;blur&#39; rows" in html or "no 'blur' rows" in html
+    assert html.count("set absent") >= 5
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package `chromium`)")
+def test_page_in_headless_chromium(page, tmp_path):
+    from PIL import Image
+
+    _, path = page
+    png = tmp_path / "page.png"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}", "--window-size=1280,9000",
+           "--hide-scrollbars", path.as_uri()]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    assert img.shape[:2] == (9000, 1280)
+    flat = img.reshape(-1, 3)
+    non_white = (flat.min(axis=1) < 235).mean()
+    assert non_white > 0.08, f"page mostly blank ({non_white:.1%} non-white)"
+    assert len(np.unique(flat[::7] @ np.array([65536, 256, 1]))) > 300, "too few colours: charts missing?"
+    for name, rgb in CHART_COLOURS.items():
+        close = (np.abs(flat - np.array(rgb)).sum(axis=1) < 30).sum()
+        assert close > 400, f"chart colour {name} barely present ({close} px)"
+    # charts spread down the page: colour in each of the upper, middle and lower thirds
+    for third in np.array_split(img, 3, axis=0):
+        assert (third.reshape(-1, 3).std(axis=1) > 40).mean() > 0.005
