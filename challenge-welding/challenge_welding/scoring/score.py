@@ -1,0 +1,241 @@
+"""The scoring shell: read, validate, compute, and write scores.json, details.json and the page.
+
+``score(reference_dir, predictions_dir, output_dir)`` is what the CLI's
+``score`` command and the Codabench scoring program run. The numbers come from
+the functional core (``criteria.compute``); this module only does I/O and
+assembles ``details.json`` (schema in the team guide).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import sys
+import warnings as _warnings
+from pathlib import Path
+
+import numpy as np
+
+from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
+from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.bootstrap import bootstrap
+from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
+from challenge_welding.scoring.criteria import Notes, compute, prepare
+from challenge_welding.scoring.inputs import read_frames
+from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS
+
+# which criteria feed which KPI (for details.json and the page)
+KPI_CRITERIA = {
+    "perf": ("op", "ml", "time_p95"),
+    "uncertainty": ("uop", "ucalib_ko", "ucalib_ok"),
+    "robustness": ("r_blur", "r_lum", "r_rot", "r_trans"),
+    "ood": ("ood_syn", "ood_real"),
+    "generalization": ("op_g", "ml_g"),
+    "drift": ("op_d", "ood_d"),
+}
+SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
+
+
+def number(x) -> float:
+    """A finite float rounded to SIGNIFICANT digits (so 99.99999999999999 is written 100)."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise ChallengeError(f"internal error: a score value is not finite ({x})")
+    return float(f"{x:.{SIGNIFICANT}g}") + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def resolve_config(reference_dir, config_path, warnings):
+    """The config path used: explicit, else reference_dir/scoring.yaml, else the packaged default."""
+    if config_path is not None:
+        return Path(config_path)
+    candidate = Path(reference_dir) / "scoring.yaml"
+    if candidate.is_file():
+        return candidate
+    warnings.append(f"no scoring.yaml in {reference_dir}: the packaged default config is used "
+                    "(rescaling not calibrated: run `challenge-welding calibrate`)")
+    return DEFAULT_CONFIG_PATH
+
+
+def _metric_card(config, config_file, hashes):
+    ml, u, t = config["ml"], config["kpis"]["uncertainty"], config["time"]
+    ml_name = {"binary": f"F-beta of {ml['pos_label']}", "macro": "macro F-beta (KO, OK)",
+               "precision": f"precision of {ml['pos_label']}"}[ml["average"]]
+    ml_params = {"beta": ml["beta"], "average": ml["average"], "pos_label": ml["pos_label"],
+                 "zero_division": ml["zero_division"], "UNKNOWN": "counts as not predicted positive"}
+    cost_params = {"cost": config["cost"], "seam_weights": config["seam_weights"],
+                   "default_seam_weight": config["default_seam_weight"]}
+    metrics = [
+        {"name": "OP", "set": "performance",
+         "formula": "(C(yhat) - C(ideal)) / (C(human) - C(ideal)); C = sum_s w_s mean_{k in s} cost / sum_s w_s",
+         "parameters": {**cost_params, "ideal": "true class (UNKNOWN if labelled OOD)", "human": "UNKNOWN"}},
+        {"name": "ML", "set": "performance", "formula": ml_name, "parameters": ml_params},
+        {"name": "time_p95", "set": "performance", "formula": "percentile of per-image predict time (s)",
+         "parameters": {"percentile": t["percentile"], "method": t["method"]}},
+        {"name": "UOP", "set": "performance",
+         "formula": "(C(yhat) - C_soft(p)) / (C(yhat) - C(ideal)); if C(yhat) - C(ideal) < tol (C(human) - "
+                    "C(ideal)): 1 - (C_soft - C(ideal)) / (C(human) - C(ideal))",
+         "parameters": {"tol": u["degenerate_tol"]}},
+        {"name": "ECE", "set": "performance (true-KO and true-OK subsets)",
+         "formula": "sum_m |B_m|/N |acc(B_m) - conf(B_m)|, conf = max(p_KO, p_OK)/(p_KO + p_OK)",
+         "parameters": {"bins": u["ece_bins"], "binning": "equal width [m/M, (m+1)/M), last closed, empty skipped",
+                        "w_ko": u["w_ko"], "w_ok": u["w_ok"], "calib_factor": u["calib_factor"]}},
+        {"name": "r_x", "set": "robustness",
+         "formula": "trapezoid area of ML over the level axis / axis length (level 0 = clean rows)",
+         "parameters": {"weights": config["kpis"]["robustness"]["weights"], "ML": ml_name}},
+        {"name": "AUROC", "set": "ood_real, ood_synthetic, drift",
+         "formula": "P(s_ood > s_in) + 0.5 P(s_ood = s_in)",
+         "parameters": {"ties": "averaged", "constant or single class": 0.5}},
+        {"name": "OP_g, ML_g", "set": "generalization", "formula": "as OP and ML", "parameters": cost_params},
+        {"name": "OP_d", "set": "drift", "formula": "OP over the samples not labelled OOD", "parameters": {}},
+        {"name": "rescaling", "set": "all",
+         "formula": "piecewise linear through (0,0), (alpha1,beta1), (alpha2,beta2), (1,1)",
+         "parameters": {"beta1": config["rescaling"]["beta1"], "beta2": config["rescaling"]["beta2"]}},
+        {"name": "bootstrap", "set": "all",
+         "formula": "percentile interval; resampling within each set, stratified by class and design cell",
+         "parameters": config["extras"]["bootstrap"]},
+    ]
+    versions = {"python": platform.python_version()}
+    for mod in ("challenge_welding", "numpy", "pandas", "pyarrow", "yaml"):
+        versions[mod] = getattr(sys.modules.get(mod) or __import__(mod), "__version__", "?")
+    return {"metrics": metrics,
+            "config_file": str(config_file),
+            "config_sha256": hashlib.sha256(Path(config_file).read_bytes()).hexdigest(),
+            "inputs_sha256": {name: h["predictions"] for name, h in hashes.items()},
+            "reference_sha256": {name: h["reference"] for name, h in hashes.items()},
+            "versions": versions}
+
+
+def _set_details(prep, result, hashes):
+    out = {}
+    for name in SET_NAMES:
+        a = prep[name]
+        confusion = {CLASSES[t]: {STATES[p]: int(np.count_nonzero((a.y == t) & (a.pred == p))) for p in range(3)}
+                     for t in range(2)}
+        entry = {"n": a.n, "n_KO": int(np.count_nonzero(a.y == 0)), "n_OK": int(np.count_nonzero(a.y == 1)),
+                 "n_ood": None if a.ood is None else int(np.count_nonzero(a.ood)),
+                 "confusion": confusion, "seams": {s: int(np.count_nonzero(a.seams == i))
+                                                   for i, s in enumerate(a.seam_names)}}
+        if name in result["costs"]:
+            cp, cs, ci, ch = (number(v) for v in result["costs"][name])
+            entry.update(cost=cp, cost_soft=cs, cost_ideal=ci, cost_human=ch)
+            if name == "drift":
+                entry["cost_subset"] = "samples not labelled OOD"
+        entry["sha256"] = hashes[name]["predictions"]
+        entry["reference_sha256"] = hashes[name]["reference"]
+        out[name] = entry
+    return out
+
+
+def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True):
+    """(scores, details) from validated frames; details without extras."""
+    warnings = list(warnings)
+    prep = prepare(frames, config)
+    notes = Notes()
+    with np.errstate(all="ignore"), _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)
+        res = compute(prep, config, notes=notes)
+    c = {k: number(v) for k, v in res["criteria"].items()}
+    scores = {"score": number(res["score"]), **{k: number(res["rescaled"][k]) for k in KPI_KEYS},
+              **{k: c[k] for k in CRITERIA_KEYS}}
+    assert tuple(scores) == SCORE_KEYS
+    boot_cfg = config["extras"]["bootstrap"]
+    ci = bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"]) if with_bootstrap else None
+
+    def interval(group, key):
+        return None if ci is None else [number(v) for v in ci[group][key]]
+
+    weights = config["kpis"]["robustness"]["weights"]
+    present = res["robustness_present"]
+    total = sum(weights[x] for x in present) or 1.0
+    if len(present) < len(weights):
+        warnings.append(f"perturbation types absent from the robustness set: "
+                        f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
+                        f"{', '.join(present) or 'none'}")
+    for kpi, mode in res["modes"].items():
+        if mode == "unscaled":
+            a = config["rescaling"]["alpha"][kpi]
+            why = "not calibrated" if a["alpha1"] is None else "alpha2 <= alpha1 or alpha2 >= 1"
+            warnings.append(f"KPI {kpi} left unscaled ({why})")
+    times = prep["performance"].time
+    details = {
+        "score": scores["score"],
+        "score_ci": None if ci is None else [number(v) for v in ci["score"]],
+        "scores": scores,
+        "kpis": {k: {"raw": number(res["raw"][k]), "rescaled": scores[k], "ci": interval("rescaled", k),
+                     "raw_ci": interval("raw", k),
+                     "alpha1": config["rescaling"]["alpha"][k]["alpha1"],
+                     "alpha2": config["rescaling"]["alpha"][k]["alpha2"],
+                     "rescaling": res["modes"][k], "weight": config["final_weights"][k],
+                     "criteria": {ck: c[ck] for ck in KPI_CRITERIA[k]}} for k in KPI_KEYS},
+        "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
+        "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
+        "robustness": {x: {"levels": [number(v) for v in levels], "ml": [number(v) for v in ml],
+                           "r": c[ROBUSTNESS_KEYS[x]], "weight": number(weights[x] / total)}
+                       for x, (levels, ml) in res["curves"].items()},
+        "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
+                 "n": int(len(times))},
+        "undefined_cases": notes.records,
+        "warnings": warnings,
+        "extras": {},
+        "metric_card": _metric_card(config, config_file, hashes or {}),
+        "config": config,
+    }
+    return scores, details
+
+
+def _write(path: Path, text: str):
+    if path.name == "metadata":  # Codabench reserves this name in the output folder
+        raise ChallengeError("refusing to write a file named 'metadata' into the output")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def score(reference_dir, predictions_dir, output_dir, config_path=None) -> dict:
+    """Score PRED against DIR; write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
+
+    Returns the scores.json content. Raises ChallengeError (non-zero exit in
+    the CLI) when a set is missing or an input is invalid.
+    """
+    warnings: list = []
+    config_file = resolve_config(reference_dir, config_path, warnings)
+    config = load_config(config_file)
+    frames, input_warnings, hashes = read_frames(reference_dir, predictions_dir)
+    warnings += input_warnings
+    scores, details = evaluate(frames, config, hashes, config_file, warnings)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # scores first: whatever happens in the report, the score is not lost
+    _write(out / "scores.json", json.dumps(scores, indent=1) + "\n")
+    from challenge_welding.report.extras import compute_extras
+    from challenge_welding.report.html import render_report
+
+    try:
+        details["extras"] = compute_extras(frames, config)
+    except Exception as exc:  # the extras never change the score: report the failure, keep going
+        details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
+    _write(out / "details.json", json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n")
+    try:
+        page = render_report(details, frames, config)
+    except Exception as exc:
+        details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
+        _write(out / "details.json", json.dumps(details, indent=1, default=_json_default) + "\n")
+        page = ("<!doctype html><html><head><meta charset='utf-8'><title>Detailed results</title></head><body>"
+                f"<h1>Score {scores['score']:.2f}</h1><p>The detailed page could not be rendered: "
+                f"{type(exc).__name__}.</p><pre>{json.dumps(scores, indent=1)}</pre></body></html>")
+    _write(out / "detailed_results.html", page)
+    for w in details["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    return scores
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
