@@ -299,3 +299,17 @@ def test_bad_input_data_is_an_error(tmp_path, env_cache):
     with pytest.raises(ChallengeError, match="none of the sets"):
         ingest(sub, tmp_path / "empty", tmp_path / "pred", cache_dir=env_cache, progress=False)
     assert json.loads((tmp_path / "pred" / "ingestion.json").read_text())["status"] == "failed"
+
+
+def test_total_time_limit(tmp_path, input_data, env_cache):
+    report, _ = fault(tmp_path, input_data, env_cache, "time.sleep(600)", total_timeout=3)
+    assert "(the total time limit of 3 s)" in report["errors"][0]
+
+
+def test_install_failure_is_one_clear_line(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, requirements="numpy==0.0.1\n")
+    assert report["status"] == "failed" and report["fault"]["stage"] == "install"
+    assert report["errors"][0].startswith("install: installing requirements.txt and the "
+                                          "submission failed (exit status")
+    assert "numpy==0.0.1" in report["fault"]["traceback"]  # the installer's own words
+    assert (out / "install.log").is_file() and not list(out.glob("*.parquet"))

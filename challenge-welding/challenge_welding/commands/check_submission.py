@@ -1,13 +1,25 @@
 """Check a submission folder or zip before uploading it."""
 
-from challenge_welding.errors import ChallengeError
-
 HELP = "Check a submission folder or zip before uploading it."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="PATH")
+    parser.add_argument("path", metavar="PATH", help="submission folder or zip")
+    parser.add_argument("--images", type=int, default=4,
+                        help="synthetic images for the dry predict() (default 4)")
+    parser.add_argument("--env-cache", metavar="DIR", default=None,
+                        help="cache of environments (default ~/.cache/challenge-welding/envs)")
+    parser.add_argument("--no-isolation", action="store_true",
+                        help="run in this environment from the folder (no install)")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.ingestion.check import check_submission
+
+    findings = check_submission(args.path, cache_dir=args.env_cache, n_images=args.images,
+                                isolation=not args.no_isolation)
+    errors = sum(f.level == "error" for f in findings)
+    warnings = sum(f.level == "warning" for f in findings)
+    print(f"\n{args.path}: {errors} error(s), {warnings} warning(s)"
+          + (" - ready to upload" if not errors else " - fix the errors before uploading"))
+    return 1 if errors else 0

@@ -56,8 +56,16 @@ class Environment:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "challenge-welding" / "envs"
+    """~/.cache/challenge-welding/envs, or under the temp folder when HOME is not writable."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = base / "challenge-welding" / "envs"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    except OSError:
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / "challenge-welding-envs"
 
 
 def find_uv() -> str | None:

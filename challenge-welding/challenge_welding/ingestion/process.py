@@ -164,7 +164,8 @@ class Child:
             details = self.output.tail_text()
         raise ChildFault(line, details, stage)
 
-    def receive(self, timeout: float | None, what: str, stage: str) -> dict:
+    def receive(self, timeout: float | None, what: str, stage: str,
+                limit: str = "the per-batch time limit") -> dict:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             try:
@@ -182,7 +183,7 @@ class Child:
                                    f"during {what}")
             if deadline is not None and time.monotonic() > deadline:
                 self._fault(stage, f"the submission timed out: no answer after {timeout:g} s "
-                                   f"during {what}; the child was stopped")
+                                   f"during {what} ({limit}); the child was stopped")
         if msg.get("op") == proto.OP_ERROR:
             self.output.join(1.0)
             where = {"import": "importing the component", "load_model": "load_model()",
@@ -196,7 +197,8 @@ class Child:
     def start(self, timeout: float) -> dict:
         """Wait for the child to import the component and run load_model()."""
         self._accept(timeout=min(timeout, 120.0))
-        return self.receive(timeout, "import and load_model()", "load_model")
+        return self.receive(timeout, "import and load_model()", "load_model",
+                            "the load time limit")
 
     def send(self, msg: dict) -> None:
         try:

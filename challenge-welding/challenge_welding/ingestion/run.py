@@ -38,7 +38,7 @@ DEFAULTS = dict(
     batch_size=10, device=None, isolation=True, cache_dir=None, installer="auto",
     wheelhouse=None, no_index=False, batch_timeout=600.0, total_timeout=None,
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
-    sets=None, progress=True, keep_workdir=False,
+    sets=None, progress=True, verbose=True, keep_workdir=False,
 )
 REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
@@ -48,13 +48,15 @@ SUBMISSION_LOG = "submission_output.log"
 class _Log:
     """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, verbose: bool = True):
         self.fh = open(path, "w", encoding="utf-8")
+        self.verbose = verbose
 
     def __call__(self, line: str) -> None:
         from tqdm import tqdm
 
-        tqdm.write(line, file=sys.stderr)
+        if self.verbose:
+            tqdm.write(line, file=sys.stderr)
         self.fh.write(line + "\n")
         self.fh.flush()
 
@@ -149,7 +151,8 @@ def ingest(submission, input_data, output, **options) -> dict:
     batch_size, device ("cuda"/"cpu"/None = auto), isolation, cache_dir,
     installer ("auto"/"uv"/"pip"), wheelhouse, no_index, batch_timeout,
     total_timeout, load_timeout, install_timeout (seconds), workers (decode
-    threads), max_log_mb, warmup, sets (subset of SET_NAMES), progress.
+    threads), max_log_mb, warmup, sets (subset of SET_NAMES), progress (bars),
+    verbose (log lines on stderr; the log file is always written), keep_workdir.
     """
     unknown = set(options) - set(DEFAULTS)
     if unknown:
@@ -173,9 +176,11 @@ def ingest(submission, input_data, output, **options) -> dict:
               "environment": {}, "device": None, "sets": {},
               "timings": {"sets": {}}, "warnings": [], "errors": [], "fault": None,
               "logs": {"ingestion": LOG_FILE, "submission": SUBMISSION_LOG}}
-    log = _Log(output / LOG_FILE)
+    log = _Log(output / LOG_FILE, opt["verbose"])
     t_start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
+    if opt["keep_workdir"]:
+        report["workdir"] = str(workdir)
     child = None
     try:
         sets = _load_sets(input_data, names, log, report)
@@ -319,12 +324,13 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report, log) -> None:
                         if warm:  # one untimed call first: lazy initialisation stays out of t
                             tw = time.perf_counter()
                             child.send(msg)
-                            child.receive(_timeout(opt, deadline), f"the warm-up call on {what}",
-                                          "predict")
+                            t, limit = _timeout(opt, deadline)
+                            child.receive(t, f"the warm-up call on {what}", "predict", limit)
                             report["timings"]["warmup_s"] = time.perf_counter() - tw
                             warm = False
                         child.send(msg)
-                        res = child.receive(_timeout(opt, deadline), what, "predict")
+                        t, limit = _timeout(opt, deadline)
+                        res = child.receive(t, what, "predict", limit)
                     finally:
                         pool.release(batch.slot)
                     try:
@@ -372,9 +378,11 @@ class _Stop(ChildFault):
         super().__init__("", "", "")
 
 
-def _timeout(opt, deadline) -> float | None:
-    t = opt["batch_timeout"]
+def _timeout(opt, deadline) -> tuple[float | None, str]:
+    """Seconds left for the next call, and which limit that is."""
+    t, limit = opt["batch_timeout"], "the per-batch time limit"
     if deadline is not None:
         left = max(0.0, deadline - time.monotonic())
-        t = left if t is None else min(float(t), left)
-    return t
+        if t is None or left < float(t):
+            t, limit = left, f"the total time limit of {opt['total_timeout']:g} s"
+    return t, limit

@@ -1,0 +1,174 @@
+"""``check-submission``: what a participant runs before uploading.
+
+Static checks (layout, setup.py, requirements.txt, MANIFEST.in, the class and
+its methods), then the real thing on a few synthetic full-size images: the
+same ``ingest`` as the evaluator (isolated install, child process, output
+validation), and a comparison of the installed package with the source folder
+(files missing from MANIFEST.in). Every problem comes with the fix to make.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+
+from challenge_welding.ingestion import submission as sub
+
+# The challenge's compute budget: 1/12 s per image on CPU at 1920x1080.
+TIME_BUDGET_S = 1 / 12
+# Packages whose GUI builds need system libraries (libGL) missing from slim worker images.
+_HEADLESS = {"opencv-python": "opencv-python-headless",
+             "opencv-contrib-python": "opencv-contrib-python-headless"}
+
+
+@dataclass
+class Finding:
+    level: str  # "ok", "warning", "error"
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"[{self.level}] {self.message}"
+        return text + (f"\n          fix: {self.fix}" if self.fix else "")
+
+
+def synthetic_input(root: Path, n: int = 4, seed: int = 0) -> Path:
+    """A ``performance`` set of ``n`` synthetic weld-like JPEGs at the real resolutions."""
+    rng = np.random.default_rng(seed)
+    folder = root / "performance"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        w, h = (1920, 1080) if i % 2 == 0 else (960, 540)
+        plate = rng.normal(110, 12, size=(h // 8, w // 8)).clip(0, 255).astype(np.uint8)
+        img = cv2.resize(plate, (w, h), interpolation=cv2.INTER_LINEAR)
+        y = h // 2 + int(rng.integers(-h // 8, h // 8))
+        cv2.line(img, (0, y), (w, y), 200, thickness=max(4, h // 20))  # the bead
+        img = cv2.cvtColor(cv2.GaussianBlur(img, (5, 5), 0), cv2.COLOR_GRAY2BGR)
+        rel = f"images/check{i:02d}.jpeg"
+        cv2.imwrite(str(folder / rel), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+        rows.append({"sample_id": f"check{i:02d}", "path": rel,
+                     "welding-seams": ("c102", "c20", "c33")[i % 3], "resolution": [w, h]})
+    pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+    return root
+
+
+def _requirement_findings(root: Path) -> list[Finding]:
+    path = root / "requirements.txt"
+    if not path.is_file():
+        return []
+    out = []
+    loose = []
+    for line in path.read_text(errors="replace").splitlines():
+        req = line.split("#", 1)[0].strip()
+        if not req or req.startswith("-"):
+            continue
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+        canon = sub.canonical(name.group(0)) if name else req
+        if canon == sub.INTERFACE_DIST:
+            out.append(Finding("ok", f"requirements.txt: {req!r} is satisfied by the evaluator "
+                                     "(its own interface package is installed in its place)"))
+            continue
+        if "==" not in req and "@" not in req:
+            loose.append(req)
+        if canon in _HEADLESS:
+            out.append(Finding("warning", f"requirements.txt: {req!r} needs libGL, often absent "
+                                          "on evaluation workers",
+                               f"use {_HEADLESS[canon]} with the same version"))
+    if loose:
+        out.append(Finding("warning", f"requirements.txt: not pinned to an exact version: "
+                                      f"{', '.join(loose)}",
+                           "pin each line as name==version (pip freeze shows yours) so that the "
+                           "evaluation installs what you tested"))
+    return out
+
+
+def _manifest_findings(root: Path, site: Path) -> list[Finding]:
+    src, installed = root / sub.PACKAGE, site / sub.PACKAGE
+    if not installed.is_dir():
+        return [Finding("error", f"the installed package has no {sub.PACKAGE}/ folder",
+                        f"let setup.py package it: packages=setuptools.find_packages() and "
+                        f"{sub.PACKAGE}/__init__.py")]
+    missing = sorted(p.relative_to(root).as_posix() for p in src.rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+                     and not (installed / p.relative_to(src)).exists())
+    if missing:
+        return [Finding("error", f"{len(missing)} file(s) of {sub.PACKAGE}/ are not installed: "
+                                 f"{', '.join(missing[:5])}",
+                        "list them in MANIFEST.in (" + "; ".join(f"include {m}" for m in missing[:3])
+                        + ") and keep include_package_data=True in setup.py")]
+    return [Finding("ok", f"every file of {sub.PACKAGE}/ is installed (MANIFEST.in)")]
+
+
+def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: int = 4,
+                     batch_size: int = 2, log=print) -> list[Finding]:
+    """Check a submission folder or zip; return the findings (also printed through ``log``)."""
+    from challenge_welding.ingestion.run import ingest
+
+    findings: list[Finding] = []
+
+    def add(f: Finding) -> None:
+        findings.append(f)
+        log(str(f))
+
+    work = Path(tempfile.mkdtemp(prefix="cw-check-"))
+    try:
+        root = sub.unpack(path, work)
+        problems = sub.layout_problems(root)
+        for p in problems:
+            add(Finding("error" if p.fatal else "warning", p.message, p.fix))
+        if not problems:
+            add(Finding("ok", "layout: setup.py, requirements.txt, challenge_solution/"
+                              "AIComponent.py with MyAIComponent.load_model and predict"))
+        for f in _requirement_findings(root):
+            add(f)
+        if any(p.fatal for p in problems):
+            add(Finding("error", "not installed nor run: fix the errors above first"))
+            return findings
+        data = synthetic_input(work / "input_data", n=n_images)
+        log(f"installing and running the submission on {n_images} synthetic images "
+            "(1920x1080 and 960x540) as the evaluator does...")
+        report = ingest(path, data, work / "pred", cache_dir=cache_dir, isolation=isolation,
+                        sets=["performance"], batch_size=batch_size, keep_workdir=True,
+                        progress=False, verbose=False)
+        for line in report["environment"].get("notes", []):
+            add(Finding("ok", line))
+        for err in report["errors"]:
+            fault = report.get("fault") or {}
+            fix = {"install": "make `pip install -r requirements.txt && pip install .` work in "
+                              "a fresh virtual environment",
+                   "import": "make `from challenge_solution.AIComponent import MyAIComponent` "
+                             "work after installation",
+                   "load_model": "load files through ROOT_PATH = Path(__file__).parent.resolve() "
+                                 "and list them in MANIFEST.in",
+                   }.get(fault.get("stage"), "return a dict with 'predictions' (KO/OK/UNKNOWN), "
+                                             "'probabilities' and 'OOD_scores', one per image")
+            add(Finding("error", err, fix))
+            if fault.get("traceback"):
+                log("          " + "\n          ".join(fault["traceback"].rstrip().splitlines()[-15:]))
+        for w in report["warnings"]:
+            if "set skipped" not in w:
+                add(Finding("warning", w, "see the interface's docstring for the expected outputs"))
+        if report["status"] == "ok":
+            t = report["timings"]["sets"]["performance"]
+            add(Finding("ok", f"predict() ran on {t['n']} images; valid outputs; "
+                              f"{1000 * t['time_p95']:.1f} ms per image (p95)"))
+            if t["time_p95"] > TIME_BUDGET_S:
+                add(Finding("warning", f"{1000 * t['time_p95']:.0f} ms per image exceeds the "
+                                       f"challenge's budget of {1000 * TIME_BUDGET_S:.0f} ms on CPU",
+                            "the time criterion lowers the performance KPI: batch or downscale"))
+        if report.get("workdir") and isolation and report["environment"]:
+            for f in _manifest_findings(root, Path(report["workdir"]) / "site"):
+                add(f)
+        if report.get("workdir"):
+            shutil.rmtree(report["workdir"], ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return findings
