@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Container test: build the evaluation image on a base made here (no registry needed), then
+# dry-run Solution-1 through the Codabench bundle in it, and check that its scores.json
+# equals the host run's, time-dependent keys aside (score, perf, time_p95: see
+# challenge_welding/bundle/compare.py).
+#
+#   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep]
+#
+# 1. podman (+ debootstrap): installed with apt when missing and run as root;
+#    /etc/containers/containers.conf gets cgroup_manager = "cgroupfs" and
+#    default_ulimits = [] when it has no such settings (containers inside a VM/container).
+# 2. base image localhost/cw-base:bookworm: `debootstrap --variant=minbase` with python3,
+#    python3-venv, python3-pip, ca-certificates, imported with `podman import` (cached).
+#    Bookworm's Python is 3.11, the image's default (python:3.12-slim) is not reachable here.
+# 3. `podman build --build-arg BASE_IMAGE=localhost/cw-base:bookworm` of the Dockerfile.
+# 4. demo data: `synth` + `build-sets` (small), Solution-1 trained by its own command,
+#    unless --data and --solution are given.
+# 5. host run (ingest + score with this repository's venv), bundle, dry run, comparison.
+# Network: PyPI for the build and for the submission's environment (the host's CA bundle
+# is mounted so that a TLS-intercepting proxy works).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workdir) WORK="$2"; shift 2 ;;
+    --data) DATA="$2"; shift 2 ;;
+    --solution) SOLUTION="$2"; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "container_test: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+PY="${PYTHON:-$REPO/.venv/bin/python}"
+CW="$(dirname "$PY")/challenge-welding"
+BASE=localhost/cw-base:bookworm
+IMAGE=localhost/challenge-welding-eval:container-test
+ROOTFS_CACHE=/var/cache/challenge-welding/bookworm-rootfs
+CA=/etc/ssl/certs/ca-certificates.crt
+T0=$SECONDS
+step() { echo; echo "=== [$((SECONDS - T0)) s] $*"; }
+
+step "podman"
+if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
+  [ "$(id -u)" = 0 ] || { echo "podman and debootstrap are missing; run as root to install them" >&2; exit 2; }
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman debootstrap runc >/dev/null
+fi
+if [ "$(id -u)" = 0 ]; then
+  CONF=/etc/containers/containers.conf
+  mkdir -p /etc/containers
+  if ! grep -q '^ *cgroup_manager' "$CONF" 2>/dev/null; then
+    # No systemd inside this machine: cgroupfs; and no ulimit defaults it may not raise.
+    printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n' >> "$CONF"
+    echo "wrote $CONF"
+  fi
+fi
+podman --version
+
+step "base image $BASE"
+if ! podman image exists "$BASE"; then
+  if [ ! -x "$ROOTFS_CACHE/usr/bin/python3" ]; then
+    rm -rf "$ROOTFS_CACHE.tmp" && mkdir -p "$(dirname "$ROOTFS_CACHE")"
+    debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+      bookworm "$ROOTFS_CACHE.tmp" http://deb.debian.org/debian
+    mv "$ROOTFS_CACHE.tmp" "$ROOTFS_CACHE"
+  fi
+  tar -C "$ROOTFS_CACHE" -c . | podman import - "$BASE"
+fi
+
+step "build $IMAGE"
+podman --runtime runc build --network=host -v "$CA:$CA:ro" --build-arg BASE_IMAGE="$BASE" \
+  -t "$IMAGE" "$REPO"
+
+mkdir -p "$WORK"
+WORK="$(cd "$WORK" && pwd)"
+if [ -z "$DATA" ]; then
+  step "demo data (synth + build-sets) in $WORK"
+  [ -d "$WORK/synth" ] || "$CW" synth --out "$WORK/synth" --n 400 --seed 0
+  [ -d "$WORK/DATA/reference_data" ] || "$CW" build-sets --source "$WORK/synth" --out "$WORK/DATA" --seed 0
+  DATA="$WORK/DATA"
+fi
+if [ -z "$SOLUTION" ]; then
+  step "Solution-1 trained on $DATA/training_data"
+  SOLUTION="$WORK/Solution-1"
+  if [ ! -d "$SOLUTION" ]; then
+    cp -r "$REPO/reference-solutions/Solution-1" "$SOLUTION"
+    # Solution-1's own training command (reference-solutions/Solution-1/README.md).
+    (cd "$SOLUTION" && "$PY" train.py --data "$DATA/training_data")
+  fi
+fi
+
+step "host run: ingest + score"
+rm -rf "$WORK/host"
+"$CW" ingest --submission "$SOLUTION" --input-data "$DATA/input_data" --output "$WORK/host/pred"
+"$CW" score --reference "$DATA/reference_data" --predictions "$WORK/host/pred" --output "$WORK/host/out"
+
+step "bundle"
+"$CW" bundle --data "$DATA" --output "$WORK/bundle.zip" --solution "$SOLUTION"
+
+step "dry run in $IMAGE"
+(cd "$WORK" && rm -rf bundle-unzipped && "$PY" -c \
+  'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' bundle.zip bundle-unzipped)
+EXTRA_RUN_ARGS="--network=host -v $CA:$CA:ro" "$REPO/scripts/dry_run.sh" --engine podman \
+  --image "$IMAGE" --bundle "$WORK/bundle.zip" \
+  --submission "$WORK/bundle-unzipped/solutions/solution-1.zip" \
+  --out "$WORK/dry-run" --uv-cache "$WORK/uv-cache"
+
+step "compare scores.json: container vs host"
+"$PY" -m challenge_welding.bundle.compare "$WORK/dry-run/scores/scores.json" "$WORK/host/out/scores.json"
+[ "$KEEP" = 1 ] || rm -rf "$WORK/bundle-unzipped" "$WORK/dry-run/run"
+echo "container test passed in $((SECONDS - T0)) s"
