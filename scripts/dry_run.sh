@@ -76,6 +76,8 @@ if [ -n "$BUNDLE" ]; then
     unzip_to "$RUN/bundle/$(task_file "$field")" "$RUN/$field"
   done
   unzip_to "$RUN/bundle/$(task_file reference_data)" "$RUN/input/ref"
+  # The worker stops a run at the phase's execution_time_limit (the first phase's here).
+  [ -n "$TIME_LIMIT" ] || TIME_LIMIT="$(sed -n 's/^ *execution_time_limit: *//p' "$RUN/bundle/competition.yaml" | head -1)"
 else
   [ -d "$DATA/input_data" ] && [ -d "$DATA/reference_data" ] || die "$DATA: not a build-sets folder"
   cp -r "$REPO/ingestion_program/." "$RUN/ingestion_program/"
@@ -85,6 +87,14 @@ else
 fi
 if [ -d "$SUBMISSION" ]; then cp -r "$SUBMISSION/." "$RUN/ingested_program/"
 else unzip_to "$SUBMISSION" "$RUN/ingested_program"; fi
+# A submission without metadata.yaml is not run as a program: the worker copies its files
+# into the prediction output (compute_worker.py), where the ingestion then writes too.
+if [ ! -e "$RUN/ingested_program/metadata.yaml" ] && [ ! -e "$RUN/ingested_program/metadata" ]; then
+  cp -r "$RUN/ingested_program/." "$RUN/prediction_output/"
+else
+  echo "dry_run: warning: the submission has a metadata file; Codabench would run its command" \
+       "as a second program next to the ingestion (not played here)" >&2
+fi
 # Writable for the image's user, whoever it is (see the header).
 chmod 0777 "$RUN/prediction_output" "$RUN/scoring_output" "$RUN/shared" "$RUN/input"
 
@@ -117,9 +127,15 @@ run_step() {  # run_step NAME PROGRAM_DIR MOUNTS...
   local argv; eval "argv=($cmd)"   # split like the worker's shlex.split of the command
   echo "== $name: $cmd"
   local t0=$SECONDS status=0
-  "${LIMIT[@]}" "$ENGINE" run "${COMMON[@]}" "${EXTRA[@]}" \
+  local cname="cw-dry-run-$$-$name"
+  "${LIMIT[@]}" "$ENGINE" run --name "$cname" "${COMMON[@]}" "${EXTRA[@]}" \
       --volume "$program:/app/program" "$@" "$IMAGE" "${argv[@]}" \
       > >(tee "$OUT/$name.stdout.log") 2> >(tee "$OUT/$name.stderr.log" >&2) || status=$?
+  if [ $status -eq 137 ] && [ -n "$TIME_LIMIT" ]; then
+    echo "== $name: stopped at the time limit ($TIME_LIMIT s), as the worker would"
+    "$ENGINE" kill "$cname" >/dev/null 2>&1 || true
+    "$ENGINE" rm -f "$cname" >/dev/null 2>&1 || true
+  fi
   echo "== $name: exit status $status after $((SECONDS - t0)) s"
   return $status
 }
