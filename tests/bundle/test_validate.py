@@ -177,3 +177,12 @@ def test_every_problem_is_listed_at_once(bundle_dir):
 def test_score_keys_are_what_the_validator_expects():
     # a guard on the guard: the validator's reference list is the contract's
     assert SCORE_KEYS[0] == "score" and len(SCORE_KEYS) == 23
+
+
+def test_a_dataset_key_stands_for_data_uploaded_separately(bundle_dir):
+    key = "2f1c3a9e-5b7d-4c1e-9a2b-3d4e5f6a7b8c"
+    _edit(bundle_dir, lambda c: c["tasks"][0].update(input_data=key))
+    (bundle_dir / "input_data.zip").unlink()
+    assert validate_bundle(bundle_dir) == []
+    _edit(bundle_dir, lambda c: c["tasks"][0].update(input_data="not-a-key"))
+    assert any("'not-a-key' is missing" in p for p in validate_bundle(bundle_dir))

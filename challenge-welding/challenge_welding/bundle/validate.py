@@ -20,6 +20,7 @@ import datetime as dt
 import io
 import re
 import tempfile
+import uuid
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -157,8 +158,15 @@ def _check_file(tree: _Tree, rel: str, what: str) -> list[str]:
 
 
 def _check_entry(tree: _Tree, rel, what: str) -> dict[str, int] | None:
-    """A zip or folder entry: must exist, be readable and hold at least one non-empty file."""
+    """A zip or folder entry: must exist, be readable and hold at least one non-empty file.
+
+    None (nothing to check) for a dataset key: Codabench's unpacker takes a UUID that
+    is not a file of the bundle as the key of a dataset already uploaded to the server
+    (the way to reference data too large for the bundle).
+    """
     if not isinstance(rel, str) or not rel:
+        return None
+    if tree.kind(rel) is None and _is_uuid(rel):
         return None
     members = tree.members(rel)
     if members is None:
@@ -170,6 +178,14 @@ def _check_entry(tree: _Tree, rel, what: str) -> dict[str, int] | None:
 
 class _Problem(Exception):
     pass
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+        return True
+    except ValueError:
+        return False
 
 
 def _check_tasks(tree: _Tree, tasks, problems: list[str]) -> set:
@@ -198,7 +214,9 @@ def _check_tasks(tree: _Tree, tasks, problems: list[str]) -> set:
             if task.get(field):
                 try:
                     members = _check_entry(tree, task[field], f"{where} {field}")
-                    problems += _program_problems(tree, task[field], members, f"{where} {field}")
+                    if members is not None:
+                        problems += _program_problems(tree, task[field], members,
+                                                      f"{where} {field}")
                 except _Problem as exc:
                     problems.append(str(exc))
         for field, needed in (("input_data", _input_files), ("reference_data", _reference_files)):
@@ -209,6 +227,8 @@ def _check_tasks(tree: _Tree, tasks, problems: list[str]) -> set:
                 members = _check_entry(tree, task[field], f"{where} {field}")
             except _Problem as exc:
                 problems.append(str(exc))
+                continue
+            if members is None:  # a dataset key on the server
                 continue
             missing = [f for f in needed() if not members.get(f)]
             if missing:
