@@ -89,6 +89,8 @@ def make_frames(n_perf: int = 4000, seed: int = 0) -> dict:
     drift = _frame(rng, classes(n, 0.1), seams(n), 0.15, ood=ood, position=np.arange(n))
     drift["scores OOD"] += np.linspace(0, 0.6, n)  # the detector reacts a little to the growing drift
     frames["drift"] = drift
+    for name, df in frames.items():  # unique ids across sets (the robustness parts restart at 0)
+        df["sample_id"] = [f"{name[:4]}{i:07d}" for i in range(len(df))]
     return frames
 
 

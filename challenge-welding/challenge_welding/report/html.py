@@ -213,7 +213,7 @@ def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]
                              "value": crit_values.get(ck, scores.get(ck)), "ci": criteria_ci.get(ck)})
         rows.append({"key": key, "label": KPI_LABELS[key], "set": KPI_SETS[key], "present": bool(kpi),
                      "raw": kpi.get("raw"), "rescaled": kpi.get("rescaled", scores.get(key)),
-                     "ci": kpi.get("ci"), "weight": kpi.get("weight", weights.get(key)),
+                     "ci": kpi.get("ci"), "raw_ci": kpi.get("raw_ci"), "weight": kpi.get("weight", weights.get(key)),
                      "rescaling": _rescaling_text(kpi, betas), "rescaling_kind": kpi.get("rescaling"),
                      "formula": _kpi_formula(key, config), "criteria": criteria})
     return rows
@@ -232,8 +232,9 @@ def _set_rows(sets: dict) -> list[dict]:
               if _finite(cost) and _finite(ideal) and _finite(human) and human != ideal else None)
         rows.append({"name": name, "present": True, "n": n, "n_KO": n_ko, "n_OK": s.get("n_OK"),
                      "ko_share": n_ko / n if n else None, "n_ood": s.get("n_ood"),
-                     "confusion": s.get("confusion") or {}, "cost": cost, "cost_ideal": ideal,
-                     "cost_human": human, "op": op, "sha256": s.get("sha256") or ""})
+                     "confusion": s.get("confusion") or {}, "cost": cost, "cost_soft": s.get("cost_soft"),
+                     "cost_ideal": ideal, "cost_human": human, "op": op, "cost_subset": s.get("cost_subset"),
+                     "sha256": s.get("sha256"), "reference_sha256": s.get("reference_sha256")})
     return rows
 
 
