@@ -16,7 +16,9 @@ def test_good_submission_passes(tmp_path, env_cache, capsys):
     status = cli.main(["check-submission", str(sub), "--env-cache", str(env_cache)])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "0 error(s), 0 warning(s) - ready to upload" in out
+    # a loaded machine may exceed the time budget (a warning): only that warning is allowed
+    assert "0 error(s)" in out and "ready to upload" in out
+    assert out.count("[warning]") == out.count("exceeds the challenge's budget")
     assert "predict() ran on 4 images; valid outputs" in out
 
 

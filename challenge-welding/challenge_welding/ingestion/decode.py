@@ -1,9 +1,9 @@
 """Parent-side JPEG decoding, ahead of the child, in background threads.
 
 cv2.imdecode and cv2.cvtColor release the GIL, so plain threads use every
-core. Each thread decodes one whole batch and converts BGR to RGB straight into
-a shared-memory slot (``cvtColor(dst=...)``): the conversion pass we need anyway
-is also the only write into the block, no extra copy.
+core. Decoded images are converted BGR -> RGB straight into a shared-memory
+slot (``cvtColor(dst=...)``): the conversion pass we need anyway is also the
+only write into the block, no extra copy.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ class DecodedBatch:
     index: int
     slot: Slot
     items: list[tuple[int, int, int]]  # (offset, h, w) per image
-    decode_s: float = 0.0
 
 
 @dataclass
@@ -53,11 +52,18 @@ class DecodeStats:
     images: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def timed_read(self, path: str) -> np.ndarray:
+        t0 = time.perf_counter()
+        image = read_bgr(path)
+        with self.lock:
+            self.seconds += time.perf_counter() - t0
+            self.images += 1
+        return image
 
-def decode_batch(index: int, paths: list[str], pool: SlotPool, stats: DecodeStats | None = None,
-                 slot_timeout: float | None = None) -> DecodedBatch:
-    t0 = time.perf_counter()
-    bgr = [read_bgr(p) for p in paths]
+
+def assemble(index: int, images, pool: SlotPool, slot_timeout: float | None = None) -> DecodedBatch:
+    """Wait for a batch's decoded BGR images, take a slot and write them there as RGB."""
+    bgr = [f.result() if hasattr(f, "result") else f for f in images]
     items, nbytes = layout([im.shape[:2] for im in bgr])
     slot = pool.acquire(timeout=slot_timeout)
     try:
@@ -67,12 +73,7 @@ def decode_batch(index: int, paths: list[str], pool: SlotPool, stats: DecodeStat
     except BaseException:
         pool.release(slot)
         raise
-    seconds = time.perf_counter() - t0
-    if stats is not None:
-        with stats.lock:
-            stats.seconds += seconds
-            stats.images += len(paths)
-    return DecodedBatch(index, slot, items, seconds)
+    return DecodedBatch(index, slot, items)
 
 
 def default_workers() -> int:
@@ -85,40 +86,48 @@ def default_workers() -> int:
 class Prefetcher:
     """Yield the decoded batches in order while up to ``lookahead`` later ones decode.
 
-    The consumer must give each batch's slot back (``pool.release``) once the
-    child has answered; the pool holds ``lookahead + 1`` slots so that decoding
-    never waits for a slot the consumer still needs.
+    Images are decoded one per task on ``workers`` threads, in batch order, so
+    that even the first batch uses every core; one assembler thread then writes
+    each batch, in order, into a shared-memory slot. The consumer must give each
+    batch's slot back (``pool.release``) once the child has answered; the pool
+    holds ``lookahead + 1`` slots, so the assembler never waits for a slot the
+    consumer still needs.
     """
 
     def __init__(self, batches: list[list[str]], pool: SlotPool, workers: int, lookahead: int,
                  stats: DecodeStats | None = None):
         self.batches = batches
         self.pool = pool
-        self.stats = stats
+        self.stats = stats if stats is not None else DecodeStats()
         self.lookahead = max(1, lookahead)
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="decode")
+        self.assembler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble")
         self.pending: collections.deque = collections.deque()
         self.next_index = 0
+        self.wait_s = 0.0  # time the consumer waited for decoding (0 when decoding keeps ahead)
 
     def _submit(self) -> None:
         while len(self.pending) < self.lookahead and self.next_index < len(self.batches):
             i = self.next_index
-            self.pending.append(self.executor.submit(decode_batch, i, self.batches[i], self.pool,
-                                                     self.stats))
+            images = [self.executor.submit(self.stats.timed_read, p) for p in self.batches[i]]
+            self.pending.append(self.assembler.submit(assemble, i, images, self.pool))
             self.next_index += 1
 
     def __iter__(self):
         self._submit()
         while self.pending:
+            t0 = time.perf_counter()
             batch = self.pending.popleft().result()
+            self.wait_s += time.perf_counter() - t0
             self._submit()
             yield batch
 
     def close(self) -> None:
         for fut in self.pending:
             fut.cancel()
-        self.executor.shutdown(wait=True)
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self.assembler.shutdown(wait=True)
         for fut in self.pending:  # batches decoded but never consumed: free their slots
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 self.pool.release(fut.result().slot)

@@ -366,6 +366,7 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report, log) -> None:
             report["sets"][name].update(status="ok", file=f"{name}.parquet")
             report["timings"]["sets"][name] = {
                 "n": n, "wall_s": wall, "predict_s": predict_s, "decode_s": stats.seconds,
+                "decode_wait_s": prefetch.wait_s,
                 "images_per_s": n / wall if wall > 0 else float("inf"),
                 "time_median": float(np.median(times)) if n else 0.0,
                 "time_p95": float(np.percentile(times, 95)) if n else 0.0}
