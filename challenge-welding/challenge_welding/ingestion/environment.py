@@ -20,7 +20,7 @@ install_requires), with pip by giving the wheel the pinned version.
 from __future__ import annotations
 
 import base64
-import fcntl
+import contextlib
 import hashlib
 import os
 import shutil
@@ -140,6 +140,22 @@ def detect_device() -> tuple[str, str]:
     return "cpu", "no GPU visible (no nvidia-smi GPU, no /dev/nvidia0)"
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive file lock (POSIX); without fcntl (Windows) no lock: one run at a time."""
+    with open(path, "w") as fh:
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _run(cmd: list[str], log: Path, timeout: float, what: str) -> None:
     with open(log, "ab") as fh:
         fh.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
@@ -204,8 +220,7 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     req_file = root / ".evaluator-requirements.txt"  # beside the original: relative -r lines work
     req_file.write_text(filtered)
     index = _index_args(wheelhouse, no_index)
-    with open(cache / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; others wait, then reuse it
+    with _locked(cache / f"{key}.lock"):  # one builder per key; others wait, then reuse it
         cached = (env_dir / ".complete").is_file()
         if not cached:
             log(f"creating the submission's environment ({kind}) in {env_dir}")

@@ -115,7 +115,7 @@ class Child:
                  max_log_bytes: int = 20 << 20, module: str | None = None,
                  extra_env: dict | None = None):
         authkey = secrets.token_bytes(16)
-        self.listener = Listener(family="AF_UNIX", authkey=authkey)
+        self.listener = Listener(authkey=authkey)  # a Unix socket (a named pipe on Windows)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
         env.update({proto.ENV_ADDRESS: self.listener.address, proto.ENV_AUTHKEY: authkey.hex(),
                     "PYTHONPATH": os.pathsep.join(pythonpath), "PYTHONUNBUFFERED": "1",
@@ -126,7 +126,8 @@ class Child:
         self.proc = subprocess.Popen(
             [python, str(CHILD_SCRIPT)], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None)
+            preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None,
+            start_new_session=not sys.platform.startswith("linux") and os.name == "posix")
         self.output = CappedLog(self.proc.stdout, log_path, max_log_bytes)
         self.conn = None
 
@@ -188,8 +189,12 @@ class Child:
             self.output.join(1.0)
             where = {"import": "importing the component", "load_model": "load_model()",
                      "predict": "predict()"}.get(msg["stage"], msg["stage"])
+            hint = ""
+            if "No module named 'challenge_welding." in msg["message"]:
+                hint = (" (the evaluator provides only the interface modules "
+                        "challenge_welding.ai_component_interface and .AIComponent_interface)")
             self._fault(msg["stage"], f"the submission raised {msg['message']} in {where}"
-                        + ("" if msg["stage"] != "predict" else f" ({what})"),
+                        + ("" if msg["stage"] != "predict" else f" ({what})") + hint,
                         msg.get("traceback", ""))
         return msg
 

@@ -168,6 +168,8 @@ def ingest(submission, input_data, output, **options) -> dict:
         raise ChallengeError(f"unknown set(s) {bad}; sets are {', '.join(SET_NAMES)}")
     for name in names:  # stale predictions from an earlier run must never be scored
         (output / f"{name}.parquet").unlink(missing_ok=True)
+    for stale in (REPORT_FILE, "install.log", SUBMISSION_LOG):
+        (output / stale).unlink(missing_ok=True)
     report = {"status": "running", "submission": str(submission), "input_data": str(input_data),
               "output": str(output), "versions": _versions(),
               "options": {k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
