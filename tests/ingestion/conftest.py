@@ -18,4 +18,8 @@ def env_cache(tmp_path_factory):
     """One environment cache for the whole session: submissions with identical requirements
     share one environment (the cache is keyed by their hash), so only the first test pays
     for `uv venv` + install (from uv's download cache, a few seconds)."""
-    return tmp_path_factory.mktemp("env_cache")
+    # laid out as $XDG_CACHE_HOME/challenge-welding/envs, the default location, so that a
+    # subprocess given XDG_CACHE_HOME shares it too
+    path = tmp_path_factory.mktemp("xdg") / "challenge-welding" / "envs"
+    path.mkdir(parents=True)
+    return path

@@ -313,3 +313,30 @@ def test_install_failure_is_one_clear_line(tmp_path, input_data, env_cache):
                                           "submission failed (exit status")
     assert "numpy==0.0.1" in report["fault"]["traceback"]  # the installer's own words
     assert (out / "install.log").is_file() and not list(out.glob("*.parquet"))
+
+
+def test_codabench_entry_script(tmp_path, input_data, env_cache):
+    """ingestion_program/ingestion.py with the argv of its metadata.yaml command."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = Path(__file__).resolve().parents[2] / "ingestion_program"
+    command = (program / "metadata.yaml").read_text()
+    assert "ingestion.py /app/input_data /app/output /app/program /app/ingested_program" in command
+    env = {**os.environ, "XDG_CACHE_HOME": str(env_cache.parents[1])}
+    good = make_submission(tmp_path / "good")
+    bad = make_submission(tmp_path / "bad", GOOD.replace("assert self.loaded", "1 / 0"))
+    for sub, status in ((good, 0), (bad, 1)):
+        out = tmp_path / f"out-{sub.name}"
+        proc = subprocess.run([sys.executable, str(program / "ingestion.py"), str(input_data),
+                               str(out), str(program), str(sub)], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == status, proc.stderr[-2000:]
+        report = json.loads((out / "ingestion.json").read_text())
+        if status:
+            assert report["environment"]["cached"] is True  # the default cache, via XDG
+            assert "error: performance: the submission raised ZeroDivisionError" in proc.stderr
+        else:
+            check_good_predictions(out)
