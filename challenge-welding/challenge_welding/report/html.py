@@ -34,10 +34,10 @@ CRITERIA = {  # key: (KPI, label, meaning, better)
     "uop": ("uncertainty", "UOP", "gain of the probabilities over the hard answers, in cost", "higher"),
     "ucalib_ko": ("uncertainty", "ECE_KO", "calibration error on the true-KO samples", "lower"),
     "ucalib_ok": ("uncertainty", "ECE_OK", "calibration error on the true-OK samples", "lower"),
-    "r_blur": ("robustness", "r blur", "mean ML over the blur ladder", "higher"),
-    "r_lum": ("robustness", "r luminance", "mean ML over the luminance ladder", "higher"),
-    "r_rot": ("robustness", "r rotation", "mean ML over the rotation ladder", "higher"),
-    "r_trans": ("robustness", "r translation", "mean ML over the translation ladder", "higher"),
+    "r_blur": ("robustness", "r blur", "area under ML(level) / axis length, blur ladder", "higher"),
+    "r_lum": ("robustness", "r luminance", "area under ML(level) / axis length, luminance ladder", "higher"),
+    "r_rot": ("robustness", "r rotation", "area under ML(level) / axis length, rotation ladder", "higher"),
+    "r_trans": ("robustness", "r translation", "area under ML(level) / axis length, translation ladder", "higher"),
     "ood_syn": ("ood", "AUROC synthetic", "OOD score against the OOD label, ood_synthetic", "higher"),
     "ood_real": ("ood", "AUROC real", "OOD score against the OOD label, ood_real", "higher"),
     "op_g": ("generalization", "OP_g", "operational cost on unseen seams", "lower"),
@@ -171,11 +171,12 @@ def _rescaling_text(kpi: dict, betas) -> str:
         return (f"piecewise linear through (0, 0), (α1 = {fmt(a1)}, {b1}), (α2 = {fmt(a2)}, {b2}) "
                 f"and (1, 1), clipped to [0, 1]; α1 = raw KPI of 'full UNKNOWN', α2 = raw KPI of 'good'")
     if kind == "two-piece":
-        return (f"α1 = {fmt(a1)} ≤ 0, first piece dropped: linear through (α2 = {fmt(a2)}, {b2}) and (1, 1), "
-                f"clipped to [0, 1]")
+        return (f"α1 = {fmt(a1)} ≤ 0, first piece dropped: piecewise linear through (0, 0), "
+                f"(α2 = {fmt(a2)}, {b2}) and (1, 1), clipped to [0, 1]")
     if a1 is None or a2 is None:
         return "unscaled: breakpoints not calibrated, rescaled = raw"
-    return f"unscaled: α2 = {fmt(a2)} ≤ α1 = {fmt(a1)}, calibration degenerate, rescaled = raw"
+    return (f"unscaled: α1 = {fmt(a1)}, α2 = {fmt(a2)} (α2 ≤ α1 or α2 ≥ 1: no increasing map), "
+            f"rescaled = raw")
 
 
 def _kpi_formula(key: str, config) -> str:

@@ -35,11 +35,13 @@ def uncertainty_from_probs(p_ko: np.ndarray, p_ok: np.ndarray) -> np.ndarray:
 
 def _group_means(errors: np.ndarray, uncertainty: np.ndarray):
     """Errors sorted by increasing uncertainty, each replaced by its tie group's mean."""
+    if len(errors) == 0:
+        return np.zeros(0)
     order = np.argsort(uncertainty, kind="stable")
     u, e = uncertainty[order], errors[order]
-    _, start, counts = np.unique(u, return_index=True, return_counts=True)
-    sums = np.add.reduceat(e, start) if len(e) else np.zeros(0)
-    return np.repeat(sums / counts, counts)
+    start = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])  # first index of each tie group
+    counts = np.diff(np.r_[start, len(u)])
+    return np.repeat(np.add.reduceat(e, start) / counts, counts)
 
 
 def retention_curve(errors, uncertainty) -> np.ndarray:
