@@ -176,7 +176,8 @@ class MyAIComponent(AbstractAIComponent):
     def predict(self, input_images, images_meta_informations, device="cuda"):
         n = len(input_images)
         return {"predictions": tuple([" ok"] * n), "probabilities": np.full((n, 3), 2.0),
-                "OOD_scores": np.full(n, -0.5)}
+                "OOD_scores": np.full(n, -0.5),
+                "explainability": [np.random.rand(*im.shape[:2]) for im in input_images]}
 '''
 
 
@@ -189,6 +190,7 @@ def test_lenient_outputs_are_normalised_with_warnings(tmp_path, input_data, env_
     assert df["scores OOD"].tolist() == [0.0, 0.0]
     text = "\n".join(report["warnings"])
     assert "ood_real: labels normalised" in text and "renormalised" in text and "clipped" in text
+    assert "ood_real: output keys ignored: 2 sample(s), e.g. explainability" in text
 
 
 def fault(tmp_path, input_data, env_cache, body, **opts):

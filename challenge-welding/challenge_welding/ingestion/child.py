@@ -12,7 +12,8 @@ Python objects only, so that the two sides' numpy versions never meet):
   child -> parent  {"op": "ready", versions..., "accepts_device": bool, "load_s": float}
   parent -> child  {"op": "batch", "id": int, "shm": name, "images": [(offset, h, w)], "meta": [dict],
                     "device": str|None, "timed": bool}
-  child -> parent  {"op": "result", "id": int, "seconds": float, "output": plain}
+  child -> parent  {"op": "result", "id": int, "seconds": float, "output": plain,
+                    "ignored": [keys of the output dict not in OUTPUT_KEYS]}
   child -> parent  {"op": "error", "stage": "import"|"load_model"|"predict", "message": str,
                     "traceback": str}
   parent -> child  {"op": "stop"}
@@ -34,6 +35,10 @@ ENV_AUTHKEY = "CHALLENGE_WELDING_CHILD_AUTHKEY"
 ENV_MODULE = "CHALLENGE_WELDING_COMPONENT_MODULE"
 DEFAULT_MODULE = "challenge_solution.AIComponent"
 CLASS_NAME = "MyAIComponent"
+# The keys the evaluation reads. Others (e.g. the starter kit's optional per-pixel
+# "explainability" maps) are dropped here, before any conversion: sending them
+# would cost more than the prediction itself.
+OUTPUT_KEYS = ("predictions", "probabilities", "OOD_scores")
 
 
 def to_plain(value, depth=0):
@@ -143,13 +148,18 @@ def main():
             t0 = time.perf_counter()
             out = component.predict(images, msg["meta"], **kwargs)
             seconds = time.perf_counter() - t0
+            ignored = []
+            if isinstance(out, dict):
+                ignored = sorted(str(k) for k in out if k not in OUTPUT_KEYS)
+                out = {k: out[k] for k in OUTPUT_KEYS if k in out}
             plain = to_plain(out)
         except BaseException as exc:  # noqa: BLE001
             _error(conn, "predict", exc)
             return 1
         finally:
             del images  # release the views so the shared block can be closed
-        conn.send({"op": OP_RESULT, "id": msg["id"], "seconds": seconds, "output": plain})
+        conn.send({"op": OP_RESULT, "id": msg["id"], "seconds": seconds, "output": plain,
+                   "ignored": ignored})
     for shm in cache.values():
         try:
             shm.close()

@@ -335,6 +335,8 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report, log) -> None:
                         res = child.receive(t, what, "predict", limit)
                     finally:
                         pool.release(batch.slot)
+                    if res.get("ignored"):
+                        notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
                     try:
                         v = validate_output(res["output"], b_ids, notes)
                     except OutputError as exc:
