@@ -342,3 +342,15 @@ def test_codabench_entry_script(tmp_path, input_data, env_cache):
             assert "error: performance: the submission raised ZeroDivisionError" in proc.stderr
         else:
             check_good_predictions(out)
+
+
+def test_pip_fallback_satisfies_the_published_pin(tmp_path, env_cache):
+    """Without uv: venv + pip; the shim wheel carries the pinned version 1.0, so pip keeps it
+    for both requirements.txt and setup.py's install_requires."""
+    data = make_input_data(tmp_path / "data", sets=("generalization",))
+    report, out = run(tmp_path, data, env_cache, installer="pip",
+                      requirements="numpy==2.2.6\nchallenge-welding==1.0\n")
+    assert report["status"] == "ok", report["errors"]
+    assert report["environment"]["kind"] == "pip"
+    assert "challenge-welding 1.0 interface package" in report["environment"]["notes"][0]
+    check_good_predictions(out, ("generalization",))
