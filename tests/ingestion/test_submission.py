@@ -54,3 +54,17 @@ def test_layout_problems_name_the_fix(tmp_path):
     assert "defines no class MyAIComponent" in " ".join(problems)
     manifest = next(p for m, p in problems.items() if "MANIFEST.in" in m)
     assert "include challenge_solution/model.h5" in manifest.fix
+
+
+def test_interface_checks_on_the_class(tmp_path):
+    root = make_submission(tmp_path / "s", component=(
+        "class MyAIComponent:\n"
+        "    def load_model(self, path):\n        pass\n"
+        "    def predict(self, images):\n        pass\n"))
+    messages = [p.message for p in sub.layout_problems(root)]
+    assert messages == [
+        "MyAIComponent does not subclass AbstractAIComponent (bases: none)",
+        "MyAIComponent.load_model requires 1 argument(s); the evaluator calls load_model() with none",
+        "MyAIComponent.predict takes ['self', 'images'], expected (self, input_images, "
+        "images_meta_informations, device='cuda')"]
+    assert not any(p.fatal for p in sub.layout_problems(root))

@@ -119,9 +119,26 @@ def _component_problems(component: Path) -> list[Problem]:
     if CLASS_NAME not in classes:
         return [Problem(f"{COMPONENT_FILE} defines no class {CLASS_NAME}",
                         f"name your component class {CLASS_NAME}")]
-    methods = {n.name: n for n in classes[CLASS_NAME].body
+    cls = classes[CLASS_NAME]
+    methods = {n.name: n for n in cls.body
                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     problems = []
+    bases = [ast.unparse(b) for b in cls.bases]
+    if not any(b.endswith("AbstractAIComponent") for b in bases):
+        problems.append(Problem(f"{CLASS_NAME} does not subclass AbstractAIComponent "
+                                f"(bases: {', '.join(bases) or 'none'})",
+                                "from challenge_welding.ai_component_interface import "
+                                f"AbstractAIComponent; class {CLASS_NAME}(AbstractAIComponent)",
+                                fatal=False))
+    load = methods.get("load_model")
+    if load is not None:
+        required = len(load.args.args) - 1 - len(load.args.defaults)
+        if required > 0:
+            problems.append(Problem(f"{CLASS_NAME}.load_model requires {required} argument(s); "
+                                    "the evaluator calls load_model() with none",
+                                    "give its parameters defaults, e.g. load_model(self, "
+                                    "config_file=None), and find files through ROOT_PATH",
+                                    fatal=False))
     for name in ("load_model", "predict"):
         if name not in methods:
             problems.append(Problem(f"{CLASS_NAME} has no method {name}()",
