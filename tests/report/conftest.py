@@ -169,6 +169,12 @@ def scoring_config() -> dict:
 
 
 @pytest.fixture(scope="session")
+def details_factory():
+    """make_details, for tests that alter the frames (test modules must not import conftest by name)."""
+    return make_details
+
+
+@pytest.fixture(scope="session")
 def report_frames() -> dict:
     return make_frames(4000, seed=0)
 

@@ -90,3 +90,26 @@ def test_page_in_headless_chromium(page, tmp_path):
     # charts spread down the page: colour in each of the upper, middle and lower thirds
     for third in np.array_split(img, 3, axis=0):
         assert (third.reshape(-1, 3).std(axis=1) > 40).mean() > 0.005
+
+
+def test_page_for_a_full_unknown_component(report_frames, scoring_config, details_factory):
+    """All mass on UNKNOWN (0/0 binary probabilities, every uncertainty tied) and a single-class OOD set."""
+    from challenge_welding.report.extras import compute_extras
+
+    frames = {name: df.copy() for name, df in report_frames.items()}
+    for df in frames.values():
+        df["predicted_state"] = "UNKNOWN"
+        df["scores KO"], df["scores OK"], df["scores UNKNOWN"], df["scores OOD"] = 0.0, 0.0, 1.0, 0.0
+    frames["ood_real"]["ood"] = 0
+    details = details_factory(frames, scoring_config)
+    details["extras"] = compute_extras(frames, scoring_config)
+    perf = details["extras"]["sets"]["performance"]
+    mis = perf["retention"]["misclassification"]
+    assert mis["mean_error"] == 1.0 and mis["r_auc"] == pytest.approx(mis["random_r_auc"]) == pytest.approx(0.5)
+    # binary probability 0.5 -> bin 5 (RP 0.55) for both classes
+    ko = perf["trust"]["classes"]["KO"]
+    assert [b["n"] for b in ko["bins"]][5] == len(frames["performance"])
+    html = render_report(details, frames, scoring_config)
+    assert "chart unavailable" not in html
+    assert "one OOD class only" in html
+    assert "AUROC = 0.500" in html  # constant OOD score on ood_synthetic and drift
