@@ -263,8 +263,8 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
         report["fault"] = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
                            "traceback": str(exc)}
         log(f"error: install: {exc}")
-        shutil.copy(workdir / "install.log", output / "install.log") \
-            if (workdir / "install.log").is_file() else None
+        if (workdir / "install.log").is_file():
+            shutil.copy(workdir / "install.log", output / "install.log")
         return None
     for note in env.notes:
         log(f"note: {note}")
@@ -274,8 +274,12 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
     device, why = (opt["device"], "set by --device") if opt["device"] else envmod.detect_device()
     report["device"] = {"name": device, "reason": why}
     log(f"device: {device} ({why})")
-    child = Child(env.python, env.pythonpath, cwd=root, log_path=output / SUBMISSION_LOG,
-                  max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
+    try:
+        child = Child(env.python, env.pythonpath, cwd=root, log_path=output / SUBMISSION_LOG,
+                      max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
+    except OSError as exc:
+        raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
+                         "", "import") from None
     t1 = time.perf_counter()
     ready = child.start(timeout=opt["load_timeout"])
     report["timings"]["load_model_s"] = ready["load_s"]
