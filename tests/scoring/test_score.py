@@ -164,26 +164,57 @@ def test_virtual_is_reproducible(uncalibrated_reference, tmp_path):
 # --- bootstrap -------------------------------------------------------------------------------------
 def test_draw_counts_keep_each_stratum_size():
     strata = np.array([0, 0, 0, 1, 1, 2])
-    counts = draw_counts(strata, 50, np.random.default_rng(0))
+    mult = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 2.0])  # stratum sizes 4, 4, 2
+    counts = draw_counts(strata, mult, 50, np.random.default_rng(0))
     assert counts.shape == (50, 6)
-    np.testing.assert_array_equal(counts[:, :3].sum(1), 3)
-    np.testing.assert_array_equal(counts[:, 3:5].sum(1), 2)
-    np.testing.assert_array_equal(counts[:, 5], 1)
+    np.testing.assert_array_equal(counts[:, :3].sum(1), 4)
+    np.testing.assert_array_equal(counts[:, 3:5].sum(1), 4)
+    np.testing.assert_array_equal(counts[:, 5], 2)
+    # many distinct rows: per-sample draws mapped to rows, same totals
+    from challenge_welding.scoring import bootstrap as bs
+
+    strata = np.repeat([0, 1], [700, 600])
+    mult = np.where(np.arange(1300) % 2, 1.0, 2.0)
+    counts = draw_counts(strata, mult, 7, np.random.default_rng(1))
+    np.testing.assert_array_equal(counts[:, :700].sum(1), mult[:700].sum())
+    assert 600 > bs.MULTINOMIAL_MAX
+
+
+@pytest.mark.parametrize("kind", ["random", "with_trust"])
+def test_collapsed_sets_give_the_same_criteria(reference_dir, tmp_path, kind):
+    from challenge_welding.scoring.bootstrap import RELEVANT, collapse
+    from challenge_welding.scoring.criteria import set_criteria
+
+    config = load_config(reference_dir / "scoring.yaml")
+    frames, _, _ = read_frames(reference_dir, make_virtual(reference_dir, kind, tmp_path / "pred"))
+    prep = prepare(frames, config)
+    for name, a in prep.items():
+        rows, mult, _ = collapse(a, RELEVANT[name])
+        assert mult.sum() == a.n
+        full, _ = set_criteria(name, a, config)
+        small, _ = set_criteria(name, rows, config, mult)
+        for key in full:
+            assert float(small[key]) == pytest.approx(float(full[key]), abs=1e-12), (name, key)
+    assert collapse(prep["robustness"], RELEVANT["robustness"])[0].n < prep["robustness"].n / 10
 
 
 def test_batch_evaluation_equals_one_resample_at_a_time(reference_dir, tmp_path):
+    from challenge_welding.scoring.bootstrap import RELEVANT, collapse
+    from challenge_welding.scoring.criteria import set_criteria
+
     config = load_config(reference_dir / "scoring.yaml")
     pred = make_virtual(reference_dir, "random", tmp_path / "pred")
     frames, _, _ = read_frames(reference_dir, pred)
     prep = prepare(frames, config)
     rng = np.random.default_rng(1)
-    weights = {n: draw_counts(a.strata(), 3, rng) for n, a in prep.items()}
-    batch = compute(prep, config, weights)
-    for j in range(3):
-        one = compute(prep, config, {n: w[j] for n, w in weights.items()})
-        assert float(one["score"]) == pytest.approx(batch["score"][j], abs=1e-9)
-        for key, value in one["criteria"].items():
-            assert float(value) == pytest.approx(batch["criteria"][key][j], abs=1e-9), key
+    for name, a in prep.items():
+        rows, mult, strata = collapse(a, RELEVANT[name])
+        weights = draw_counts(strata, mult, 3, rng)
+        batch, _ = set_criteria(name, rows, config, weights)
+        for j in range(3):
+            one, _ = set_criteria(name, rows, config, weights[j])
+            for key, value in one.items():
+                assert float(value) == pytest.approx(batch[key][j], abs=1e-9), (name, key)
 
 
 def _interval_width(tmp_path, n_perf, kind="good"):

@@ -8,9 +8,10 @@ the point estimate (no weights) or for a batch of bootstrap resamples (a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.scoring import metrics as m
@@ -35,16 +36,17 @@ class SetArrays:
     ood: np.ndarray | None = None           # bool, 1 = labelled OOD
     perturbation: np.ndarray | None = None  # str
     level: np.ndarray | None = None
+    cache: dict = field(default_factory=dict)  # per-set structures computed once (e.g. robustness axes)
 
     def strata(self):
-        """Bootstrap strata: class, crossed with the set's design cells (OOD label, perturbation level)."""
-        keys = [self.y]
+        """Bootstrap strata codes: class, crossed with the set's design cells (OOD label, perturbation level)."""
+        key = self.y.astype(np.int64)
         if self.ood is not None:
-            keys.append(self.ood.astype(int))
+            key = key * 2 + self.ood
         if self.perturbation is not None:
-            keys.append(np.unique(self.perturbation, return_inverse=True)[1])
-            keys.append(np.unique(self.level, return_inverse=True)[1])
-        return np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)[1].ravel()
+            key = key * len(PERTURBATIONS + ("none",)) + _codes(self.perturbation, PERTURBATIONS + ("none",))
+            key = key * (len(self.level) + 1) + np.unique(self.level, return_inverse=True)[1].ravel()
+        return np.unique(key, return_inverse=True)[1].ravel()
 
 
 def prepare(frames, config) -> dict:
@@ -52,8 +54,9 @@ def prepare(frames, config) -> dict:
     out = {}
     for name in SET_NAMES:
         f = frames[name]
-        seam_names = sorted(f["welding-seams"].unique())
-        seams = np.searchsorted(seam_names, f["welding-seams"].to_numpy())
+        seam_cat = pd.Categorical(f["welding-seams"].to_numpy(dtype=object))
+        seam_names = [str(x) for x in seam_cat.categories]  # sorted
+        seams = seam_cat.codes.astype(np.int64)
         seam_w = np.array([config["seam_weights"].get(s, config["default_seam_weight"]) for s in seam_names],
                           dtype=float)
         out[name] = SetArrays(
@@ -72,12 +75,15 @@ def prepare(frames, config) -> dict:
 
 
 def _codes(values, names):
-    """Integer codes of validated labels (index in ``names``)."""
-    codes = np.full(len(values), -1, dtype=np.int8)
-    values = np.asarray(values, dtype=object)
-    for i, n in enumerate(names):
-        codes[values == n] = i
-    return codes
+    """Integer codes of validated labels (index in ``names``, -1 outside)."""
+    return pd.Index(list(names)).get_indexer(np.asarray(values, dtype=object)).astype(np.int8)
+
+
+def _take(a: SetArrays, idx):
+    """The rows ``idx`` (integer indices) of ``a``."""
+    fields = {k: (v[idx] if isinstance(v, np.ndarray) and k != "seam_w" else v) for k, v in a.__dict__.items()}
+    fields.update(n=len(idx), cache={})
+    return SetArrays(**fields)
 
 
 def _subset(a: SetArrays, mask):
@@ -85,13 +91,14 @@ def _subset(a: SetArrays, mask):
     fields = {k: (v[mask] if isinstance(v, np.ndarray) and k not in ("seam_w",) else v)
               for k, v in a.__dict__.items()}
     fields["n"] = int(np.count_nonzero(mask))
+    fields["cache"] = {}
     return SetArrays(**fields)
 
 
 def _w(weights, mask=None):
     if weights is None or mask is None:
         return weights
-    return weights[..., mask]
+    return np.take(weights, np.flatnonzero(mask), axis=-1)  # np.take: much faster than fancy indexing
 
 
 class Notes:
@@ -138,89 +145,124 @@ def _ml_args(config):
                 zero_division=ml["zero_division"])
 
 
-def robustness_curves(a: SetArrays, config, weights=None, notes=None):
-    """{type: (levels, ML per level)} for each perturbation type present.
+def _axes(a: SetArrays):
+    """Per perturbation type present: (rows of the axis, its sorted levels, level index per row).
 
     The clean rows (perturbation ``none``) are level 0 of every axis; rows of
-    the type at level 0 join them.
+    the type at level 0 join them. Computed once per set (cached).
     """
-    out = {}
-    clean = a.perturbation == "none"
-    for x in PERTURBATIONS:
-        rows = a.perturbation == x
-        if not rows.any():
+    if "axes" not in a.cache:
+        axes = {}
+        clean = a.perturbation == "none"
+        for x in PERTURBATIONS:
+            rows = a.perturbation == x
+            if rows.any():
+                mask = rows | clean
+                level = np.where(clean[mask], 0.0, a.level[mask])
+                levels, groups = np.unique(level, return_inverse=True)
+                axes[x] = (mask, levels, groups)
+        a.cache["axes"] = axes
+    return a.cache["axes"]
+
+
+def performance_criteria(a: SetArrays, config, w=None, sink=None):
+    """OP, ML, time p95, UOP and the ECE of the true-KO and true-OK subsets on ``performance``."""
+    u = config["kpis"]["uncertainty"]
+    c = {}
+    costs = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost"))
+    c["op"] = m.operational_cost(cp, ci, ch, sink("OP"))
+    c["ml"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML"), **_ml_args(config))
+    c["time_p95"] = m.time_percentile(a.time, config["time"]["percentile"], config["time"]["method"],
+                                      sample_weight=w, undefined=sink("time percentile"))
+    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u["degenerate_tol"], sink("UOP"))
+    ece = m.expected_calibration_error(a.y, a.proba, u["ece_bins"], groups=a.y, n_groups=2, sample_weight=w,
+                                       undefined=sink("ECE (true-KO and true-OK subsets)"))
+    c["ucalib_ko"], c["ucalib_ok"] = ece[..., 0], ece[..., 1]
+    return c, {"costs": costs}
+
+
+def robustness_criteria(a: SetArrays, config, w=None, sink=None):
+    """r_x of each perturbation type present (r of an absent type: 0, recorded)."""
+    c, curves = {}, {}
+    for x, key in ROBUSTNESS_KEYS.items():
+        if x not in _axes(a):
+            c[key] = 0.0 if w is None else np.zeros(len(w))
+            sink(f"r_{x}").append(f"perturbation type {x} absent from the data: "
+                                  "r set to 0, its weight shared among the others")
             continue
-        mask = rows | clean
-        sub = _subset(a, mask)
-        level = np.where(sub.perturbation == "none", 0.0, sub.level)
-        levels, groups = np.unique(level, return_inverse=True)
-        sink = notes.sink(f"ML per level ({x})", "robustness") if notes else None
-        ml = m.ml_score(sub.y, sub.pred, groups=groups, n_groups=len(levels), sample_weight=_w(weights, mask),
-                        undefined=sink, **_ml_args(config))
-        out[x] = (levels, ml)
-    return out
+        mask, levels, groups = _axes(a)[x]
+        ml = m.ml_score(a.y[mask], a.pred[mask], groups=groups, n_groups=len(levels), sample_weight=_w(w, mask),
+                        undefined=sink(f"ML per level ({x})"), **_ml_args(config))
+        curves[x] = (levels, ml)
+        c[key] = m.level_auc(levels, ml, undefined=sink(f"r_{x}"))
+    return c, {"curves": curves, "present": sorted(curves)}
+
+
+def ood_criteria(key):
+    def criteria(a: SetArrays, config, w=None, sink=None):
+        """AUROC of the OOD score against the OOD label."""
+        return {key: m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC"))}, {}
+    return criteria
+
+
+def generalization_criteria(a: SetArrays, config, w=None, sink=None):
+    """OP_g and ML_g on the unseen seams."""
+    costs = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost"))
+    return ({"op_g": m.operational_cost(cp, ci, ch, sink("OP")),
+             "ml_g": m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML"), **_ml_args(config))},
+            {"costs": costs})
+
+
+def drift_criteria(a: SetArrays, config, w=None, sink=None):
+    """OP_d over the samples not labelled OOD, AUROC_d over the whole sequence."""
+    inlier = ~a.ood
+    costs = cp, cs, ci, ch = seam_costs(_subset(a, inlier), config, _w(w, inlier), sink("seam-weighted cost"))
+    return ({"op_d": m.operational_cost(cp, ci, ch, sink("OP")),
+             "ood_d": m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC"))},
+            {"costs": costs})
+
+
+SET_CRITERIA = {
+    "performance": performance_criteria,
+    "robustness": robustness_criteria,
+    "ood_real": ood_criteria("ood_real"),
+    "ood_synthetic": ood_criteria("ood_syn"),
+    "generalization": generalization_criteria,
+    "drift": drift_criteria,
+}
+
+
+def set_criteria(name, a: SetArrays, config, w=None, notes=None):
+    """The criteria of one set: ({criterion key: value}, {extra outputs})."""
+    def sink(metric):
+        return notes.sink(metric, name) if notes else []
+    return SET_CRITERIA[name](a, config, w, sink)
+
+
+def combine(criteria, present, config):
+    """Raw and rescaled KPIs and the score from all criteria (values or per-resample arrays)."""
+    r = {x: criteria[ROBUSTNESS_KEYS[x]] for x in present}
+    raw = raw_kpis(criteria, r, config)
+    scaled = rescale_all(raw, config)
+    rescaled = {k: v for k, (v, _) in scaled.items()}
+    return {"raw": raw, "rescaled": rescaled, "modes": {k: md for k, (_, md) in scaled.items()},
+            "score": final_score(rescaled, config["final_weights"])}
 
 
 def compute(prep, config, weights=None, notes=None):
     """All criteria, raw and rescaled KPIs, and the score.
 
     ``weights``: None (point estimate) or {set: (B, n_set) frequency weights}.
-    Returns {"criteria": {key: value}, "raw": {kpi: value}, "rescaled": {kpi: value},
-    "modes": {kpi: mode}, "score": value, "curves": {type: (levels, ml)},
-    "costs": {set: (C_pred, C_soft, C_ideal, C_human)}}.
+    Returns {"criteria", "raw", "rescaled", "modes", "score", "curves", "costs", "robustness_present"}.
     """
     W = weights or {}
-    ml_args = _ml_args(config)
-    u = config["kpis"]["uncertainty"]
-
-    def sink(metric, set_name):
-        return notes.sink(metric, set_name) if notes else None
-
-    c, costs = {}, {}
-    # performance: OP, ML, time, UOP, ECE on the true-KO and true-OK subsets
-    a, w = prep["performance"], W.get("performance")
-    costs["performance"] = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost", "performance"))
-    c["op"] = m.operational_cost(cp, ci, ch, sink("OP", "performance"))
-    c["ml"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML", "performance"), **ml_args)
-    c["time_p95"] = m.time_percentile(a.time, config["time"]["percentile"], config["time"]["method"],
-                                      sample_weight=w, undefined=sink("time percentile", "performance"))
-    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u["degenerate_tol"], sink("UOP", "performance"))
-    for key, cls in (("ucalib_ko", 0), ("ucalib_ok", 1)):
-        mask = a.y == cls
-        c[key] = m.expected_calibration_error(a.y[mask], a.proba[mask], u["ece_bins"], _w(w, mask),
-                                              sink(f"ECE (true-{CLASSES[cls]} subset)", "performance"))
-    # robustness
-    curves = robustness_curves(prep["robustness"], config, W.get("robustness"), notes)
-    r = {}
-    for x, key in ROBUSTNESS_KEYS.items():
-        if x in curves:
-            r[x] = c[key] = m.level_auc(*curves[x], undefined=sink(f"r_{x}", "robustness"))
-        else:
-            wr = W.get("robustness")
-            c[key] = 0.0 if wr is None else np.zeros(len(wr))
-            if notes:
-                notes.sink(f"r_{x}", "robustness").append(
-                    f"perturbation type {x} absent from the data: r set to 0, its weight shared among the others")
-    # OOD detection
-    for key, name in (("ood_syn", "ood_synthetic"), ("ood_real", "ood_real")):
-        a, w = prep[name], W.get(name)
-        c[key] = m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC", name))
-    # generalization
-    a, w = prep["generalization"], W.get("generalization")
-    costs["generalization"] = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost", "generalization"))
-    c["op_g"] = m.operational_cost(cp, ci, ch, sink("OP", "generalization"))
-    c["ml_g"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML", "generalization"), **ml_args)
-    # drift: OP over the samples not labelled OOD, AUROC over the whole sequence
-    a, w = prep["drift"], W.get("drift")
-    inlier = ~a.ood
-    costs["drift"] = cp, cs, ci, ch = seam_costs(_subset(a, inlier), config, _w(w, inlier),
-                                                 sink("seam-weighted cost", "drift"))
-    c["op_d"] = m.operational_cost(cp, ci, ch, sink("OP", "drift"))
-    c["ood_d"] = m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC", "drift"))
-
-    raw = raw_kpis(c, r, config)
-    scaled = rescale_all(raw, config)
-    rescaled = {k: v for k, (v, _) in scaled.items()}
-    score = final_score(rescaled, config["final_weights"])
-    return {"criteria": c, "raw": raw, "rescaled": rescaled, "modes": {k: md for k, (_, md) in scaled.items()},
-            "score": score, "curves": curves, "costs": costs, "robustness_present": sorted(r)}
+    criteria, costs, curves, present = {}, {}, {}, []
+    for name in SET_NAMES:
+        c, extra = set_criteria(name, prep[name], config, W.get(name), notes)
+        criteria.update(c)
+        if "costs" in extra:
+            costs[name] = extra["costs"]
+        if name == "robustness":
+            curves, present = extra["curves"], extra["present"]
+    return {"criteria": criteria, **combine(criteria, present, config), "curves": curves, "costs": costs,
+            "robustness_present": present}

@@ -222,7 +222,8 @@ def time_percentile(times, q=95.0, method="linear", sample_weight=None, undefine
     order = np.argsort(times, kind="stable")
     sorted_t = times[order]
     w = np.asarray(sample_weight, dtype=float)
-    cum = np.cumsum(w[..., order], axis=-1)
+    # np.take is faster than fancy indexing; cumsum over the transposed view keeps the inner loop contiguous
+    cum = np.cumsum(np.take(w, order, axis=-1).T, axis=0).T
     total = cum[..., -1] if cum.shape[-1] else np.zeros(w.shape[:-1])
     empty = total <= 0
     _note(undefined, "no sample: time percentile set to 0", empty)
@@ -238,10 +239,11 @@ def time_percentile(times, q=95.0, method="linear", sample_weight=None, undefine
         frac = np.where(h > lo, 0.5, 0.0)
 
     def at_rank(rank):  # value of the rank-th (0-based) element of the repeated sample
-        idx = np.sum(cum <= np.asarray(rank)[..., None], axis=-1)
+        idx = np.count_nonzero(cum <= np.asarray(rank)[..., None], axis=-1)
         return sorted_t[np.minimum(idx, len(sorted_t) - 1)] if len(sorted_t) else np.zeros_like(rank)
 
-    out = at_rank(lo) + frac * (at_rank(hi) - at_rank(lo))
+    v_lo = at_rank(lo)
+    out = v_lo + frac * (at_rank(hi) - v_lo)
     out = np.where(empty, 0.0, out)
     return out[()] if out.ndim == 0 else out
 
@@ -261,7 +263,8 @@ def top_label(proba):
     return conf, np.where(p_ko >= p_ok, KO, OK)
 
 
-def expected_calibration_error(y_true, proba, n_bins=10, sample_weight=None, undefined=None):
+def expected_calibration_error(y_true, proba, n_bins=10, groups=None, n_groups=None, sample_weight=None,
+                               undefined=None):
     """Expected calibration error of the top-label binary confidence.
 
     ``ECE = sum_m |B_m| / N * |acc(B_m) - conf(B_m)|`` with M = ``n_bins``
@@ -269,24 +272,36 @@ def expected_calibration_error(y_true, proba, n_bins=10, sample_weight=None, und
     empty bins are skipped (they add 0). ``acc`` is the share of samples whose
     top label equals the truth, ``conf`` the mean confidence (see
     :func:`top_label`). Since ``|B_m| * |acc - conf| = |sum_{k in B_m} (correct_k - conf_k)|``
-    only per-bin sums are needed. Undefined case: empty subset -> 0, recorded.
+    only per-bin sums are needed.
+
+    With ``groups`` (int codes in ``[0, n_groups)``, e.g. the true class) one
+    ECE per group is returned (last axis): the ECE of each subset.
+    Undefined case: empty (sub)set -> 0, recorded.
     """
     y_true = np.asarray(y_true)
     n = len(y_true)
-    if n == 0:
-        batch = () if sample_weight is None or np.ndim(sample_weight) == 1 else np.shape(sample_weight)[:1]
-        _note(undefined, "empty subset: ECE set to 0")
-        return np.zeros(batch)[()] if batch == () else np.zeros(batch)
-    conf, label = top_label(proba)
-    correct = (label == y_true).astype(float)
-    bins = np.minimum(np.floor(conf * n_bins).astype(int), n_bins - 1)
-    features = np.zeros((n, n_bins + 1))
-    features[np.arange(n), bins] = correct - conf
-    features[:, n_bins] = 1.0
+    single = groups is None
+    n_groups = 1 if single else int(n_groups)
+    groups = np.zeros(n, dtype=int) if single else np.asarray(groups)
+    if n:
+        conf, label = top_label(proba)
+        correct = (label == y_true).astype(float)
+        bins = np.minimum(np.floor(conf * n_bins).astype(int), n_bins - 1)
+    else:
+        conf = correct = np.zeros(0)
+        bins = np.zeros(0, dtype=int)
+    # columns: per group, n_bins sums of (correct - conf) then the group's total weight
+    width = n_bins + 1
+    features = np.zeros((n, n_groups * width))
+    rows = np.arange(n)
+    features[rows, groups * width + bins] = correct - conf
+    features[rows, groups * width + n_bins] = 1.0
     sums = _wsum(features, sample_weight)
+    sums = sums.reshape(sums.shape[:-1] + (n_groups, width))
     total = sums[..., n_bins]
-    _note(undefined, "empty subset: ECE set to 0", total == 0)
-    return _safe_div(np.abs(sums[..., :n_bins]).sum(axis=-1), total, 0.0)
+    _note(undefined, "empty subset: ECE set to 0", np.any(total == 0, axis=-1))
+    out = _safe_div(np.abs(sums[..., :n_bins]).sum(axis=-1), total, 0.0)
+    return out[..., 0] if single else out
 
 
 # --- OOD detection -----------------------------------------------------------------------------
@@ -307,11 +322,11 @@ def roc_auc(y_ood, scores, sample_weight=None, undefined=None):
         _note(undefined, "no sample: AUROC set to 0.5")
         return 0.5 if sample_weight is None or np.ndim(sample_weight) == 1 else np.full(len(sample_weight), 0.5)
     starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-    w = np.ones(len(s)) if sample_weight is None else np.asarray(sample_weight, dtype=float)[..., order]
+    w = np.ones(len(s)) if sample_weight is None else np.take(np.asarray(sample_weight, dtype=float), order, axis=-1)
     pos = y_ood[order]
     p_g = np.add.reduceat(w * pos, starts, axis=-1)
     n_g = np.add.reduceat(w * ~pos, starts, axis=-1)
-    below = np.cumsum(n_g, axis=-1) - n_g  # negatives strictly below each score group
+    below = np.cumsum(n_g.T, axis=0).T - n_g  # negatives strictly below each score group
     num = (p_g * (below + 0.5 * n_g)).sum(axis=-1)
     den = p_g.sum(axis=-1) * n_g.sum(axis=-1)
     _note(undefined, "a single class present: AUROC set to 0.5", den == 0)
