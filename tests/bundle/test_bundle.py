@@ -96,8 +96,9 @@ def test_same_inputs_give_the_same_bytes(bundle_zip, tiny_data, tiny_solution, t
 
 def test_final_data_adds_a_second_task(tiny_data, tiny_solution, tmp_path):
     out = make_bundle(tiny_data, tmp_path / "b.zip", repo_root=ROOT, solution=tiny_solution,
-                      final_data=tiny_data, public_data=False, **QUIET)
+                      final_data=tiny_data, public_data=False, docker_image="me/img:2", **QUIET)
     comp = read_competition(out)
+    assert comp["docker_image"] == "me/img:2"
     assert [t["index"] for t in comp["tasks"]] == [0, 1]
     assert comp["tasks"][1]["input_data"] == "input_data_final.zip"
     assert [p["tasks"] for p in comp["phases"]] == [[0], [1]]

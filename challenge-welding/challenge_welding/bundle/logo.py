@@ -25,7 +25,8 @@ def make_logo(path: str | Path, size_px: int = 256) -> Path:
     x = np.linspace(0.08, 0.92, 200)
     ripple = 0.015 * np.sin(x * 90)  # the bead's ripples
     ax.fill_between(x, 0.49 + ripple, 0.55 + ripple, color="#e0a030")
-    for cx, colour, label in ((0.2, "#2e9e5b", "OK"), (0.5, "#d0433a", "KO"), (0.8, "#6c7a89", "?")):
+    answers = ((0.2, "#2e9e5b", "OK"), (0.5, "#d0433a", "KO"), (0.8, "#6c7a89", "?"))
+    for cx, colour, label in answers:
         ax.add_patch(Circle((cx, 0.2), 0.1, color=colour))
         ax.text(cx, 0.2, label, ha="center", va="center", color="white", fontsize=size_px / 20,
                 fontweight="bold")

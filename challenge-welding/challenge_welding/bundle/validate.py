@@ -92,7 +92,8 @@ def validate_bundle(path: str | Path) -> list[str]:
             return [f"{path}: unsafe member paths {bad[:3]}"]
         if "competition.yaml" not in names:
             nested = [n for n in names if n.endswith("/competition.yaml")]
-            hint = f" (found {nested[0]}: zip the folder's contents, not the folder)" if nested else ""
+            hint = (f" (found {nested[0]}: zip the folder's contents, not the folder)"
+                    if nested else "")
             return [f"{path}: competition.yaml is not at the zip root{hint}"]
         zf.extractall(tmp)
         return _validate_tree(_Tree(Path(tmp)))

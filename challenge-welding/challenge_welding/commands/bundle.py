@@ -16,6 +16,9 @@ def add_arguments(parser):
                         help="no reference solution in the bundle and its starting kit")
     parser.add_argument("--no-public-data", action="store_true",
                         help="leave DATA/training_data out (upload it separately when large)")
+    parser.add_argument("--docker-image", metavar="NAME",
+                        help="image the Codabench worker runs (default: competition.yaml's, "
+                             "built from the Dockerfile with --build-arg APP_USER=root)")
     parser.add_argument("--repo", metavar="DIR",
                         help="repository root (default: found from here or from the package)")
     parser.add_argument("--check", metavar="ZIP",
@@ -39,5 +42,6 @@ def run(args):
         raise ChallengeError("bundle: --data DATA is required (the build-sets output folder)")
     solution = None if args.no_solution else (args.solution or "default")
     make_bundle(args.data, args.output, repo_root=args.repo, final_data=args.final_data,
-                solution=solution, public_data=not args.no_public_data)
+                solution=solution, public_data=not args.no_public_data,
+                docker_image=args.docker_image)
     return 0
