@@ -59,7 +59,7 @@ def render_report(details: dict, frames: dict, config) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
-    env.filters["pct"] = lambda x: fmt(x, 1, scale=100) + " %" if _finite(x) else "n/a"
+    env.filters["pct"] = pct
     return env.get_template("report.html.j2").render(**build_context(details, frames, config))
 
 
@@ -69,7 +69,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
     def chart(name, fn, *args):
         # A chart must never cost the participant their scores: show the reason instead.
         try:
-            return charts_markup(fn(*args))
+            return charts_markup(fn(*args).replace('role="img"', f'role="img" aria-label="{name} chart"', 1))
         except Exception as exc:  # noqa: BLE001 - reported on the page and in its warnings
             problems.append(f"chart '{name}' could not be drawn: {type(exc).__name__}: {exc}")
             return charts_markup(f'<p class="absent">chart unavailable: {type(exc).__name__}</p>')
@@ -88,6 +88,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "warnings": list(details.get("warnings") or []),
         "kpi_rows": _kpi_rows(kpis, details.get("scores") or {}, details.get("criteria_ci") or {}, config),
         "final_weights": cfg_get(config, "final_weights", default={}),
+        "bootstrap": {k: cfg_get(config, "extras", "bootstrap", k) for k in ("n", "seed", "level")},
         "rescaling_betas": (cfg_get(config, "rescaling", "beta1"), cfg_get(config, "rescaling", "beta2")),
         "set_rows": _set_rows(details.get("sets") or {}),
         "cost_matrix": cfg_get(config, "cost", default={}),
@@ -142,6 +143,11 @@ def fmt(x, digits: int = 3, scale: float = 1.0) -> str:
     if float(x) == int(float(x)) and abs(v) >= 1000 and scale == 1.0:
         return f"{int(v):,}".replace(",", "\u202f")
     return f"{v:.{digits}f}"
+
+
+def pct(x) -> str:
+    """A share as a percentage with one decimal ("5.2 %", "95 %"); 'n/a' when undefined."""
+    return (fmt(x, 1, scale=100).removesuffix(".0") + " %") if _finite(x) else "n/a"
 
 
 def _plain(obj):
