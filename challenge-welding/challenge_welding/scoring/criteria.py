@@ -20,6 +20,9 @@ from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS, raw_kpis
 from challenge_welding.scoring.rescale import final_score, rescale_all
 
 
+PERTURBATION_CODES = PERTURBATIONS + ("none",)
+
+
 @dataclass
 class SetArrays:
     """One evaluation set as integer-coded arrays (see scoring.metrics for the codes)."""
@@ -34,7 +37,7 @@ class SetArrays:
     seam_w: np.ndarray       # criticality weight per seam code
     time: np.ndarray
     ood: np.ndarray | None = None           # bool, 1 = labelled OOD
-    perturbation: np.ndarray | None = None  # str
+    perturbation: np.ndarray | None = None  # codes into PERTURBATION_CODES
     level: np.ndarray | None = None
     cache: dict = field(default_factory=dict)  # per-set structures computed once (e.g. robustness axes)
 
@@ -44,7 +47,7 @@ class SetArrays:
         if self.ood is not None:
             key = key * 2 + self.ood
         if self.perturbation is not None:
-            key = key * len(PERTURBATIONS + ("none",)) + _codes(self.perturbation, PERTURBATIONS + ("none",))
+            key = key * len(PERTURBATION_CODES) + self.perturbation
             key = key * (len(self.level) + 1) + np.unique(self.level, return_inverse=True)[1].ravel()
         return np.unique(key, return_inverse=True)[1].ravel()
 
@@ -61,14 +64,14 @@ def prepare(frames, config) -> dict:
                           dtype=float)
         out[name] = SetArrays(
             n=len(f),
-            y=_codes(f["class"].to_numpy(), CLASSES),
-            pred=_codes(f["predicted_state"].to_numpy(), STATES),
+            y=_codes(f["class"], CLASSES),
+            pred=_codes(f["predicted_state"], STATES),
             proba=f[list(PROBA_COLUMNS)].to_numpy(dtype=float),
             ood_score=f[OOD_COLUMN].to_numpy(dtype=float),
             seams=seams, seam_names=list(seam_names), seam_w=seam_w,
             time=f["compute_time"].to_numpy(dtype=float),
             ood=f["ood"].to_numpy().astype(bool) if "ood" in f.columns else None,
-            perturbation=f["perturbation"].to_numpy().astype(str) if "perturbation" in f.columns else None,
+            perturbation=_codes(f["perturbation"], PERTURBATION_CODES) if "perturbation" in f.columns else None,
             level=f["level"].to_numpy(dtype=float) if "level" in f.columns else None,
         )
     return out
@@ -76,7 +79,11 @@ def prepare(frames, config) -> dict:
 
 def _codes(values, names):
     """Integer codes of validated labels (index in ``names``, -1 outside)."""
-    return pd.Index(list(names)).get_indexer(np.asarray(values, dtype=object)).astype(np.int8)
+    index = pd.Index(list(names))
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):  # recode categories, not rows
+        lookup = np.append(index.get_indexer(values.cat.categories), -1)
+        return lookup[values.cat.codes.to_numpy()].astype(np.int8)
+    return index.get_indexer(values).astype(np.int8)
 
 
 def _take(a: SetArrays, idx):
@@ -153,9 +160,9 @@ def _axes(a: SetArrays):
     """
     if "axes" not in a.cache:
         axes = {}
-        clean = a.perturbation == "none"
-        for x in PERTURBATIONS:
-            rows = a.perturbation == x
+        clean = a.perturbation == PERTURBATION_CODES.index("none")
+        for code, x in enumerate(PERTURBATIONS):
+            rows = a.perturbation == code
             if rows.any():
                 mask = rows | clean
                 level = np.where(clean[mask], 0.0, a.level[mask])

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.errors import ChallengeError
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
@@ -41,7 +41,8 @@ def sha256_file(path) -> str:
 def _sample(ids, mask):
     """First offending sample id and the count, for messages."""
     hit = np.flatnonzero(np.asarray(mask))
-    return ids[hit[0]], len(hit)
+    first = ids.iloc[hit[0]] if hasattr(ids, "iloc") else ids[hit[0]]
+    return first, len(hit)
 
 
 def _line(name, column, what, ids, mask):
@@ -54,7 +55,7 @@ def _normalised_codes(values, names):
 
     Returns (codes, renamed mask). Categorical codes are hash-based: fast on 10^6 rows.
     """
-    values = pd.Series(values, dtype=object)
+    values = pd.Series(values).reset_index(drop=True)
     codes = pd.Index(list(names)).get_indexer(values).astype(np.int16)
     renamed = np.zeros(len(values), dtype=bool)
     miss = np.flatnonzero(codes < 0)
@@ -62,6 +63,7 @@ def _normalised_codes(values, names):
         fixed = values.iloc[miss].astype(str).str.strip().str.upper()
         again = pd.Index(list(names)).get_indexer(fixed)
         ok = (again >= 0) & values.iloc[miss].notna().to_numpy()
+        again = np.asarray(again)
         codes[miss[ok]] = again[ok]
         renamed[miss[ok]] = True
     return codes, renamed
@@ -86,27 +88,30 @@ def read_reference(reference_dir, name) -> pd.DataFrame:
         raise ChallengeError(f"set '{name}': reference file {path} has no column '{missing[0]}'")
     ref = ref[list(needed)].copy()
     ref["sample_id"] = ref["sample_id"].astype(str)
-    ids = ref["sample_id"].to_numpy(dtype=object)
+    ids = ref["sample_id"]
     problems = []
-    if ref["sample_id"].duplicated().any():
-        problems.append(_line(name, "sample_id", "duplicate ids in the reference", ids,
-                              ref["sample_id"].duplicated().to_numpy()))
-    codes, _ = _normalised_codes(ref["class"].to_numpy(dtype=object), ("KO", "OK"))
+    dup = ids.duplicated().to_numpy()
+    if dup.any():
+        problems.append(_line(name, "sample_id", "duplicate ids in the reference", ids, dup))
+    codes, _ = _normalised_codes(ref["class"], CLASSES)
     bad = codes < 0
     if bad.any():
         problems.append(_line(name, "class", "reference label outside KO/OK", ids, bad))
-    ref["class"] = np.array(["KO", "OK", "?"], dtype=object)[codes]
+    # categoricals: small, fast to compare and to code (labels are a closed vocabulary)
+    ref["class"] = pd.Categorical.from_codes(np.maximum(codes, 0), CLASSES)
     ref["welding-seams"] = ref["welding-seams"].astype(str)
     if name == "robustness":
-        pert = ref["perturbation"].to_numpy(dtype=object)
-        bad = pd.Index(list(PERTURBATIONS) + ["none"]).get_indexer(pert) < 0
+        names = list(PERTURBATIONS) + ["none"]
+        pert = pd.Index(names).get_indexer(ref["perturbation"])
+        bad = pert < 0
         if bad.any():
             problems.append(_line(name, "perturbation", "unknown perturbation type", ids, bad))
         level = pd.to_numeric(ref["level"], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(level)
         if bad.any():
             problems.append(_line(name, "level", "level not a finite number", ids, bad))
-        ref["perturbation"], ref["level"] = pert, level
+        ref["perturbation"] = pd.Categorical.from_codes(np.maximum(pert, 0), names)
+        ref["level"] = level
     if "ood" in ref.columns:
         ood = pd.to_numeric(ref["ood"], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isin(ood, [0.0, 1.0])
@@ -121,56 +126,58 @@ def read_reference(reference_dir, name) -> pd.DataFrame:
 
 
 def _validate_predictions(pred, ref, name, problems, warnings):
-    """Check one prediction frame against its reference; return a clean frame or None."""
+    """Check one prediction frame against its reference.
+
+    Returns None when a problem was found (listed in ``problems``), else the
+    clean columns aligned to the reference rows: {"predicted_state": codes,
+    "proba": (n, 3) or None for one-hot, "ood": scores, "time": seconds}.
+    """
     if "sample_id" not in pred.columns:
         problems.append(f"set '{name}', column 'sample_id': column missing from the predictions")
         return None
-    pred = pred.copy()
+    before = len(problems)
     null_ids = pred["sample_id"].isna().to_numpy()
-    pred["sample_id"] = pred["sample_id"].astype(str)
-    ids = pred["sample_id"].to_numpy(dtype=object)
+    ids = pred["sample_id"].astype(str).reset_index(drop=True)
     if null_ids.any():
         problems.append(_line(name, "sample_id", "missing (null) sample id", np.arange(len(ids)), null_ids))
-    dup = pred["sample_id"].duplicated(keep="first").to_numpy()
+    dup = ids.duplicated(keep="first").to_numpy()
     if dup.any():
         problems.append(_line(name, "sample_id", "duplicate sample id", ids, dup))
-    ref_ids = ref["sample_id"].to_numpy(dtype=object)
-    where = pd.Index(ref_ids).get_indexer(ids)  # hash lookup; the reference ids are unique
+    where = pd.Index(ref["sample_id"]).get_indexer(ids)  # hash lookup; the reference ids are unique
     unknown = where < 0
     if unknown.any():
         problems.append(_line(name, "sample_id", "unknown sample id (not in the evaluation set)", ids, unknown))
-    absent = np.ones(len(ref_ids), dtype=bool)
+    absent = np.ones(len(ref), dtype=bool)
     absent[where[~unknown]] = False
     if absent.any():
-        problems.append(_line(name, "sample_id", "no prediction for this sample", ref_ids, absent))
+        problems.append(_line(name, "sample_id", "no prediction for this sample", ref["sample_id"], absent))
 
     for column in ("predicted_state", "compute_time"):
         if column not in pred.columns:
             problems.append(f"set '{name}', column '{column}': column missing from the predictions")
+    codes = t = None
     if "predicted_state" in pred.columns:
-        raw = pred["predicted_state"].to_numpy(dtype=object)
+        raw = pred["predicted_state"].reset_index(drop=True)
         codes, renamed = _normalised_codes(raw, STATES)
         bad = codes < 0
         if bad.any():
-            value = raw[np.flatnonzero(bad)[0]]
+            value = raw.iloc[np.flatnonzero(bad)[0]]
             problems.append(_line(name, "predicted_state", f"label outside KO/OK/UNKNOWN (e.g. {value!r})",
                                   ids, bad))
         if renamed.any():
             warnings.append(_line(name, "predicted_state", "labels normalised (case, whitespace)", ids, renamed))
-        pred["predicted_state"] = np.array(list(STATES) + ["?"], dtype=object)[codes]
     if "compute_time" in pred.columns:
         t = pd.to_numeric(pred["compute_time"], errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(t) | (t < 0)
         if bad.any():
             problems.append(_line(name, "compute_time", "missing, infinite or negative time", ids, bad))
-        pred["compute_time"] = t
 
     present = [c for c in PROBA_COLUMNS if c in pred.columns]
     values = (pred[present].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
               if present else np.empty((len(pred), 0)))
     if not present or np.isnan(values).all():
         warnings.append(f"set '{name}': no probabilities given: one-hot of predicted_state used")
-        pred["_onehot"] = True
+        values = None
     elif len(present) < 3:
         problems.append(f"set '{name}', column '{next(c for c in PROBA_COLUMNS if c not in present)}': "
                         "probability column missing (give all three or none)")
@@ -192,11 +199,8 @@ def _validate_predictions(pred, ref, name, problems, warnings):
         if off.any():
             warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {SUM_TOL:g}: renormalised",
                                   ids, off))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            values = values / np.where(zero | ~finite, 1.0, total)[:, None]
-        for j, column in enumerate(PROBA_COLUMNS):
-            pred[column] = values[:, j]
-        pred["_onehot"] = False
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values = values / np.where(zero | ~finite, 1.0, total)[:, None]
 
     s = (pd.to_numeric(pred[OOD_COLUMN], errors="coerce").to_numpy(dtype=float)
          if OOD_COLUMN in pred.columns else np.full(len(pred), np.nan))
@@ -208,18 +212,26 @@ def _validate_predictions(pred, ref, name, problems, warnings):
         bad = ~np.isfinite(s) | (s < 0)
         if bad.any():
             problems.append(_line(name, OOD_COLUMN, "missing (NaN), infinite or negative OOD score", ids, bad))
-    pred[OOD_COLUMN] = s
-    return pred
+    if len(problems) > before:
+        return None
+    # align to the reference rows (ids are a permutation of the reference's here)
+    order = np.empty(len(where), dtype=np.int64)
+    order[where] = np.arange(len(where))
+    return {"predicted_state": codes[order], "proba": None if values is None else values[order],
+            "ood": s[order], "time": t[order]}
 
 
-def _merge(ref, pred):
-    frame = ref.merge(pred.drop(columns=[c for c in ref.columns if c != "sample_id" and c in pred.columns]),
-                      on="sample_id", how="left", validate="one_to_one")
-    if frame.pop("_onehot").any():
-        for j, column in enumerate(PROBA_COLUMNS):
-            frame[column] = (frame["predicted_state"] == STATES[j]).astype(float)
-    keep = list(ref.columns) + ["predicted_state", *PROBA_COLUMNS, OOD_COLUMN, "compute_time"]
-    return frame[keep]
+def _frame(ref, clean):
+    """The merged frame of one set: reference columns then the prediction columns."""
+    frame = ref.copy()
+    codes = clean["predicted_state"]
+    frame["predicted_state"] = pd.Categorical.from_codes(codes, STATES)
+    proba = np.eye(3)[codes] if clean["proba"] is None else clean["proba"]
+    for j, column in enumerate(PROBA_COLUMNS):
+        frame[column] = proba[:, j]
+    frame[OOD_COLUMN] = clean["ood"]
+    frame["compute_time"] = clean["time"]
+    return frame
 
 
 def ingestion_summary(predictions_dir) -> str:
@@ -266,9 +278,9 @@ def frames_from(references, predictions, where="predictions"):
     """Validate in-memory predictions against reference frames; return ``(frames, warnings)``."""
     frames, warnings, problems = {}, [], []
     for name in SET_NAMES:
-        pred = _validate_predictions(predictions[name], references[name], name, problems, warnings)
-        if pred is not None and not problems:
-            frames[name] = _merge(references[name], pred)
+        clean = _validate_predictions(predictions[name], references[name], name, problems, warnings)
+        if clean is not None and not problems:
+            frames[name] = _frame(references[name], clean)
     if problems:
         raise ChallengeError(f"invalid predictions in {where} ({len(problems)} problem"
                              f"{'s' * (len(problems) > 1)}):\n" + "\n".join(problems))
