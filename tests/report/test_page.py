@@ -113,3 +113,11 @@ def test_page_for_a_full_unknown_component(report_frames, scoring_config, detail
     assert "chart unavailable" not in html
     assert "one OOD class only" in html
     assert "AUROC = 0.500" in html  # constant OOD score on ood_synthetic and drift
+
+
+def test_metric_card_parameters_are_plain_words():
+    from challenge_welding.report.html import param
+
+    cost = {"KO": {"KO": 26.4, "OK": 3000.0, "UNKNOWN": 41.0}, "OK": {"KO": 30.0, "OK": 0.4, "UNKNOWN": 20.0}}
+    assert param(cost) == "KO (KO 26.4, OK 3000, UNKNOWN 41), OK (KO 30, OK 0.4, UNKNOWN 20)"
+    assert param(None) == "n/a" and param([1, 2.5]) == "[1, 2.5]" and param(1 / 3) == "0.333333"

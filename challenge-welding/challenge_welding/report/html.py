@@ -60,6 +60,7 @@ def render_report(details: dict, frames: dict, config) -> str:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
     env.filters["pct"] = pct
+    env.filters["param"] = param
     return env.get_template("report.html.j2").render(**build_context(details, frames, config))
 
 
@@ -143,6 +144,18 @@ def fmt(x, digits: int = 3, scale: float = 1.0) -> str:
     if float(x) == int(float(x)) and abs(v) >= 1000 and scale == 1.0:
         return f"{int(v):,}".replace(",", "\u202f")
     return f"{v:.{digits}f}"
+
+
+def param(v, depth: int = 0) -> str:
+    """A metric-card parameter in plain words: 'key value' lists, nested ones in brackets, no Python repr."""
+    if isinstance(v, dict):
+        inner = ", ".join(f"{k} {param(x, depth + 1)}" for k, x in v.items())
+        return f"({inner})" if depth else inner
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(param(x, depth + 1) for x in v) + "]"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "n/a" if v is None else str(v)
 
 
 def pct(x) -> str:
