@@ -354,3 +354,36 @@ def test_pip_fallback_satisfies_the_published_pin(tmp_path, env_cache):
     assert report["environment"]["kind"] == "pip"
     assert "challenge-welding 1.0 interface package" in report["environment"]["notes"][0]
     check_good_predictions(out, ("generalization",))
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory):
+    """A folder of wheels, as an organiser would prepare for workers without internet."""
+    import subprocess
+    import sys
+
+    wh = tmp_path_factory.mktemp("wheelhouse")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+                    "-d", str(wh), "numpy==2.2.6", "setuptools", "wheel"], check=True,
+                   timeout=300)
+    return wh
+
+
+def test_offline_install_from_a_wheelhouse(tmp_path, input_data, wheelhouse, env_cache):
+    report, out = run(tmp_path / "ok", input_data, env_cache, wheelhouse=str(wheelhouse),
+                      no_index=True, sets=["drift"])
+    assert report["status"] == "ok", report["errors"]
+    check_good_predictions(out, ("drift",))
+    # a requirement the wheelhouse lacks is not fetched from an index: one clear failure
+    report, _ = run(tmp_path / "missing", input_data, env_cache, wheelhouse=str(wheelhouse),
+                    no_index=True, requirements="numpy==2.2.6\nchallenge-welding-absent==9.9\n")
+    assert report["status"] == "failed" and report["fault"]["stage"] == "install"
+    assert "challenge-welding-absent" in report["fault"]["traceback"]
+
+
+def test_hang_in_load_model_hits_the_load_time_limit(tmp_path, input_data, env_cache):
+    comp = GOOD.replace("self.loaded = True", "import time; time.sleep(600)")
+    report, _ = run(tmp_path, input_data, env_cache, comp, load_timeout=2)
+    assert report["status"] == "failed"
+    assert report["errors"] == ["the submission timed out: no answer after 2 s during import "
+                                "and load_model() (the load time limit); the child was stopped"]
