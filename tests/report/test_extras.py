@@ -45,3 +45,7 @@ def test_missing_and_empty_sets(report_frames, scoring_config):
     extras = compute_extras(frames, scoring_config)
     assert extras["skipped"] == ["performance"] and list(extras["sets"]) == ["drift"]
     assert compute_extras({}, {})["sets"] == {}
+    # a set with no true KO says so
+    ok_only = report_frames["generalization"][report_frames["generalization"]["class"] == "OK"]
+    cases = compute_extras({"generalization": ok_only}, scoring_config)["sets"]["generalization"]["undefined_cases"]
+    assert [c["case"] for c in cases] == ["no true KO sample"]

@@ -112,6 +112,12 @@ def test_page_for_a_full_unknown_component(report_frames, scoring_config, detail
     html = render_report(details, frames, scoring_config)
     assert "chart unavailable" not in html
     assert "one OOD class only" in html
+    # the extras' undefined cases reach the metric card
+    n = len(frames["performance"])
+    assert {"metric": "trust opinion", "set": "performance", "case": f"{n} rows with p_KO + p_OK = 0 (all mass on "
+            "UNKNOWN)", "resolution": "binary probability 0.5 (no preference between KO and OK)"} in \
+        details["extras"]["sets"]["performance"]["undefined_cases"]
+    assert f"{n} rows with p_KO + p_OK = 0" in html
     assert "AUROC = 0.500" in html  # constant OOD score on ood_synthetic and drift
 
 

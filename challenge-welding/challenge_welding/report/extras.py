@@ -56,8 +56,13 @@ def _round_opinion(op: dict) -> dict:
     return {k: (round(float(v), 9) if isinstance(v, (float, np.floating)) else v) for k, v in op.items()}
 
 
-def set_extras(frame, config) -> dict:
-    """Trust opinion and both retention curves for one set's merged frame."""
+def set_extras(frame, config, name: str = "") -> dict:
+    """Trust opinion and both retention curves for one set's merged frame.
+
+    "undefined_cases" lists, in details.json's schema, what had no defined value and how
+    it was resolved (prEN 18281 6.1): rows with p_KO + p_OK = 0, a class absent from the
+    set, an excess cost that could not be normalised.
+    """
     bins = int(cfg_get(config, "extras", "trust", "bins", default=10))
     prior_weight = float(cfg_get(config, "extras", "trust", "prior_weight", default=2.0))
     points = int(cfg_get(config, "extras", "retention", "points", default=200))
@@ -74,6 +79,19 @@ def set_extras(frame, config) -> dict:
     p_ok = frame["scores OK"].to_numpy(float)
     seams = frame["welding-seams"].to_numpy() if "welding-seams" in frame.columns else np.full(len(y), "")
 
+    cases = []
+
+    def case(metric, what, resolution):
+        cases.append({"metric": metric, "set": name, "case": what, "resolution": resolution})
+
+    n_zero = int(np.count_nonzero(p_ko + p_ok == 0))
+    if n_zero:
+        case("trust opinion", f"{n_zero} rows with p_KO + p_OK = 0 (all mass on UNKNOWN)",
+             "binary probability 0.5 (no preference between KO and OK)")
+    for c in ("KO", "OK"):
+        if len(y) and not np.any(y == c):
+            case("trust opinion", f"no true {c} sample", f"class {c} opinion from its negative evidence only "
+                 "(base rate 0)")
     trust = model_opinion(y, p_ko, p_ok, bins=bins, prior_weight=prior_weight)
     for c in trust["classes"].values():
         c["opinion"] = _round_opinion(c["opinion"])
@@ -91,7 +109,10 @@ def set_extras(frame, config) -> dict:
             "curve": downsample(res["curve"], points), "oracle_curve": downsample(res["oracle_curve"], points),
         }
     retention["excess_cost"]["unit"] = "OP" if normalised else "raw cost"
-    return {"n": int(len(y)), "n_excluded_ood": int(n_all - len(y)), "trust": trust, "retention": retention}
+    if not normalised:
+        case("excess-cost retention", "C(human) - C(ideal) = 0", "excess cost left in raw cost units")
+    return {"n": int(len(y)), "n_excluded_ood": int(n_all - len(y)), "trust": trust, "retention": retention,
+            "undefined_cases": cases}
 
 
 def compute_extras(frames, config) -> dict:
@@ -117,7 +138,7 @@ def compute_extras(frames, config) -> dict:
         if frame is None or len(frame) == 0:
             out["skipped"].append(name)
             continue
-        extras = set_extras(frame, config)
+        extras = set_extras(frame, config, name)
         if extras["n"] == 0:
             out["skipped"].append(name)
             continue

@@ -101,7 +101,10 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "rob_weights": cfg_get(config, "kpis", "robustness", "weights", default={}),
         "extras": extras,
         "perf_extras": perf_extras,
-        "undefined_cases": list(details.get("undefined_cases") or []),
+        "undefined_cases": list(details.get("undefined_cases") or []) + [
+            c for e in (extras.get("sets") or {}).values() for c in e.get("undefined_cases") or []] + [
+            {"metric": "trust opinion, retention", "set": s, "case": "set empty once OOD-labelled rows are left out",
+             "resolution": "not reported for this set"} for s in extras.get("skipped") or []],
         "metric_card": details.get("metric_card") or {},
         "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
     }
