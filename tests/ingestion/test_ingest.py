@@ -387,3 +387,32 @@ def test_hang_in_load_model_hits_the_load_time_limit(tmp_path, input_data, env_c
     assert report["status"] == "failed"
     assert report["errors"] == ["the submission timed out: no answer after 2 s during import "
                                 "and load_model() (the load time limit); the child was stopped"]
+
+
+def test_image_paths_relative_to_the_input_folder_and_missing_files(tmp_path, env_cache):
+    data = make_input_data(tmp_path / "data", sets=("ood_real",))
+    meta = data / "ood_real" / "metadata.parquet"
+    df = pd.read_parquet(meta)
+    df["path"] = "ood_real/" + df["path"]
+    df.to_parquet(meta, index=False)
+    report, out = run(tmp_path, data, env_cache)
+    assert report["status"] == "ok", report["errors"]
+    check_good_predictions(out, ("ood_real",))
+    (data / "ood_real" / "images" / "ood001.jpeg").unlink()
+    with pytest.raises(ChallengeError, match=r"ood_real/metadata.parquet: 1 image file\(s\) not "
+                                             r"found, e.g. \['.*ood001.jpeg'\]"):
+        run(tmp_path, data, env_cache)
+
+
+def test_corrupt_image_is_a_data_error_naming_the_file(tmp_path, env_cache):
+    data = make_input_data(tmp_path / "data", sets=("performance", "drift"))
+    (data / "drift" / "images" / "dri002.jpeg").write_bytes(b"not a jpeg")
+    with pytest.raises(ChallengeError, match=r"cannot decode image .*drift/images/dri002.jpeg"):
+        run(tmp_path, data, env_cache)
+    out = tmp_path / "pred"
+    report = json.loads((out / "ingestion.json").read_text())
+    assert report["status"] == "failed" and "dri002.jpeg" in report["errors"][0]
+    assert [report["sets"][s]["status"] for s in ("performance", "drift", "robustness")] == \
+        ["ok", "failed", "skipped"]
+    check_good_predictions(out, ("performance",))  # the set done before stays
+    assert not (out / "drift.parquet").exists()

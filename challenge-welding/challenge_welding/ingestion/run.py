@@ -89,7 +89,7 @@ def _load_sets(input_data: Path, names, log, report) -> dict:
         if df["sample_id"].duplicated().any():
             dup = df.loc[df["sample_id"].duplicated(), "sample_id"].iloc[0]
             raise ChallengeError(f"{meta}: duplicate sample_id {dup!r}")
-        paths = [str(input_data / name / p) for p in df["path"]]
+        paths = _resolve_paths(df["path"], input_data / name, input_data)
         absent = [p for p in paths if not os.path.isfile(p)]
         if absent:
             raise ChallengeError(f"{meta}: {len(absent)} image file(s) not found, e.g. {absent[:3]}")
@@ -98,6 +98,16 @@ def _load_sets(input_data: Path, names, log, report) -> dict:
         raise ChallengeError(f"{input_data}: none of the sets {', '.join(names)} is present "
                              "(expected <set>/metadata.parquet)")
     return sets
+
+
+def _resolve_paths(paths, set_dir: Path, input_data: Path) -> list[str]:
+    """Image paths as written in metadata.parquet: relative to the set's folder (the
+    contract's ``images/<id>.jpeg``), else to the input-data folder, or absolute."""
+    paths = [str(p) for p in paths]
+    base = set_dir
+    if paths and not (set_dir / paths[0]).is_file() and (input_data / paths[0]).is_file():
+        base = input_data
+    return [str(base / p) for p in paths]
 
 
 def _meta(df) -> list[dict]:
@@ -201,6 +211,10 @@ def ingest(submission, input_data, output, **options) -> dict:
     except ChallengeError as exc:
         report["status"] = "failed"
         report["errors"].append(str(exc))
+        for name in names:
+            info = report["sets"].setdefault(name, {"status": "not run"})
+            if info["status"] == "running":
+                info["status"] = "failed"
         log(f"error: {exc}")
         report["timings"]["total_s"] = time.perf_counter() - t_start
         _write_json(output / REPORT_FILE, report)
