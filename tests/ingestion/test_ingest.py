@@ -83,6 +83,13 @@ def test_good_submission_with_its_own_numpy(tmp_path, input_data, env_cache):
     assert "warmup_s" in report["timings"]
 
 
+def test_exclusive_predict_gives_the_same_predictions(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, exclusive_predict=True, warmup=False)
+    assert report["status"] == "ok", report["errors"]
+    assert report["options"]["exclusive_predict"] is True and "warmup_s" not in report["timings"]
+    check_good_predictions(out)
+
+
 def test_zip_with_one_top_folder_and_env_reuse(tmp_path, input_data, env_cache):
     src = make_submission(tmp_path / "src")
     archive = tmp_path / "submission.zip"

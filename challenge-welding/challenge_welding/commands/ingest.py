@@ -41,6 +41,9 @@ def add_arguments(parser):
                         help="cap of the submission's stdout/stderr log (default 20 MB)")
     parser.add_argument("--no-warmup", action="store_true",
                         help="do not make an untimed warm-up predict() call on the first batch")
+    parser.add_argument("--exclusive-predict", action="store_true",
+                        help="decode only between predict() calls, so that the measured time "
+                             "never shares the CPU with decoding (slower; fairer on few cores)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -54,5 +57,6 @@ def run(args):
         no_index=args.no_index, batch_timeout=args.batch_timeout,
         total_timeout=args.total_timeout, load_timeout=args.load_timeout,
         install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
-        warmup=not args.no_warmup, progress=not args.no_progress)
+        warmup=not args.no_warmup, progress=not args.no_progress,
+        exclusive_predict=args.exclusive_predict)
     return 0 if report["status"] == "ok" else 1

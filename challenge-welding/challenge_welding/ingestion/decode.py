@@ -52,12 +52,16 @@ class DecodeStats:
     images: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    intervals: list = field(default_factory=list)  # (start, end) perf_counter per image
+
     def timed_read(self, path: str) -> np.ndarray:
         t0 = time.perf_counter()
         image = read_bgr(path)
+        t1 = time.perf_counter()
         with self.lock:
-            self.seconds += time.perf_counter() - t0
+            self.seconds += t1 - t0
             self.images += 1
+            self.intervals.append((t0, t1))
         return image
 
 
@@ -122,6 +126,13 @@ class Prefetcher:
             self.wait_s += time.perf_counter() - t0
             self._submit()
             yield batch
+
+    def settle(self) -> None:
+        """Wait until every batch submitted so far is decoded (no decoding during predict)."""
+        t0 = time.perf_counter()
+        for fut in list(self.pending):
+            fut.exception()  # waits; errors surface when the batch is consumed
+        self.wait_s += time.perf_counter() - t0
 
     def close(self) -> None:
         for fut in self.pending:
