@@ -20,7 +20,6 @@ Usage: python benchmarks/scoring.py [--n 200000] [--boot 1000]
 from __future__ import annotations
 
 import argparse
-import bisect
 import math
 import sys
 import tempfile

@@ -68,3 +68,16 @@ def test_no_trust_has_no_uncertainty_gain_and_chance_ood(virtual_scores):
 def test_targets_hold_for_another_seed(virtual_scores):
     assert 95.0 <= virtual_scores("very_good", seed=7)[0]["score"] <= 99.0
     assert 80.0 <= virtual_scores("good", seed=7)[0]["score"] <= 95.0
+
+
+def test_with_trust_gives_the_same_hard_answers_on_performance_and_generalization(reference_dir, tmp_path):
+    import pandas as pd
+
+    no = make_virtual(reference_dir, "no_trust", tmp_path / "no")
+    wt = make_virtual(reference_dir, "with_trust", tmp_path / "wt")
+    for name in ("performance", "generalization"):
+        a, b = pd.read_parquet(no / f"{name}.parquet"), pd.read_parquet(wt / f"{name}.parquet")
+        assert (a["predicted_state"] == b["predicted_state"]).all()
+        assert (a["scores OK"] != b["scores OK"]).any()  # but not the same probabilities
+    a, b = pd.read_parquet(no / "ood_real.parquet"), pd.read_parquet(wt / "ood_real.parquet")
+    assert (a["predicted_state"] != "UNKNOWN").all() and (b["predicted_state"] == "UNKNOWN").any()

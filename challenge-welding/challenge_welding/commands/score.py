@@ -14,11 +14,20 @@ def add_arguments(parser):
 
 
 def run(args):
+    import json
+    from pathlib import Path
+
     from challenge_welding.scoring.score import score
 
-    scores = score(args.reference, args.predictions, args.output, args.config)
-    print(f"score {scores['score']:.2f}")
-    for key in ("perf", "uncertainty", "robustness", "ood", "generalization", "drift"):
-        print(f"  {key:<15}{scores[key]:.3f}")
-    print(f"written: {args.output}/scores.json, details.json, detailed_results.html")
+    score(args.reference, args.predictions, args.output, args.config)
+    details = json.loads((Path(args.output) / "details.json").read_text())
+
+    def ci(interval):
+        return f"  [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+
+    lo_hi = details.get("score_ci")
+    print(f"score {details['score']:.2f}" + (f"  (95 % CI {lo_hi[0]:.2f} - {lo_hi[1]:.2f})" if lo_hi else ""))
+    for key, kpi in details["kpis"].items():
+        print(f"  {key:<15}{kpi['rescaled']:.3f}{ci(kpi['ci'])}   raw {kpi['raw']:.3f}  ({kpi['rescaling']})")
+    print(f"written: {Path(args.output) / 'scores.json'}, details.json, detailed_results.html")
     return 0

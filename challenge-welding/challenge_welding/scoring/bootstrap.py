@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from challenge_welding.constants import SET_NAMES
-from challenge_welding.scoring.criteria import SetArrays, _take, combine, set_criteria
+from challenge_welding.scoring.criteria import SetArrays, combine, set_criteria, take_rows
 
 CHUNK_CELLS = 16_000_000   # b * m per chunk: 128 MB of float64 weights
 MULTINOMIAL_MAX = 512      # distinct rows in a stratum up to which counts are drawn as one multinomial
@@ -56,7 +56,7 @@ def collapse(a: SetArrays, fields):
     mult = np.bincount(gid)
     first = np.full(len(mult), len(gid))
     np.minimum.at(first, gid, np.arange(len(gid)))
-    return _take(a, first), mult.astype(float), strata[first]
+    return take_rows(a, first), mult.astype(float), strata[first]
 
 
 def draw_counts(strata, mult, b, rng):

@@ -86,19 +86,11 @@ def _codes(values, names):
     return index.get_indexer(values).astype(np.int8)
 
 
-def _take(a: SetArrays, idx):
-    """The rows ``idx`` (integer indices) of ``a``."""
+def take_rows(a: SetArrays, idx):
+    """The rows ``idx`` (integer indices, or a boolean mask) of ``a``."""
+    idx = np.flatnonzero(idx) if np.asarray(idx).dtype == bool else np.asarray(idx)
     fields = {k: (v[idx] if isinstance(v, np.ndarray) and k != "seam_w" else v) for k, v in a.__dict__.items()}
     fields.update(n=len(idx), cache={})
-    return SetArrays(**fields)
-
-
-def _subset(a: SetArrays, mask):
-    """The rows of ``a`` selected by ``mask`` (a boolean array)."""
-    fields = {k: (v[mask] if isinstance(v, np.ndarray) and k not in ("seam_w",) else v)
-              for k, v in a.__dict__.items()}
-    fields["n"] = int(np.count_nonzero(mask))
-    fields["cache"] = {}
     return SetArrays(**fields)
 
 
@@ -109,22 +101,26 @@ def _w(weights, mask=None):
 
 
 class Notes:
-    """Collects undefined cases as {"metric", "set", "case", "resolution"} records."""
+    """Collects undefined cases as {"metric", "set", "case", "resolution"} records (no duplicates)."""
 
-    def __init__(self, active=True):
-        self.records, self.active = [], active
+    def __init__(self):
+        self.records = []
 
     def sink(self, metric, set_name):
-        notes = self
+        """A list-like the metrics append their "case: resolution" sentences to."""
+        return _Sink(self.records, metric, set_name)
 
-        class _Sink(list):
-            def append(self, message):  # noqa: D401 - list protocol used by the metrics
-                if notes.active:
-                    case, _, resolution = message.partition(": ")
-                    rec = {"metric": metric, "set": set_name, "case": case, "resolution": resolution}
-                    if rec not in notes.records:
-                        notes.records.append(rec)
-        return _Sink()
+
+class _Sink(list):
+    def __init__(self, records, metric, set_name):
+        super().__init__()
+        self.records, self.metric, self.set_name = records, metric, set_name
+
+    def append(self, message):
+        case, _, resolution = message.partition(": ")
+        rec = {"metric": self.metric, "set": self.set_name, "case": case, "resolution": resolution}
+        if rec not in self.records:
+            self.records.append(rec)
 
 
 def cost_matrix(config):
@@ -223,7 +219,7 @@ def generalization_criteria(a: SetArrays, config, w=None, sink=None):
 def drift_criteria(a: SetArrays, config, w=None, sink=None):
     """OP_d over the samples not labelled OOD, AUROC_d over the whole sequence."""
     inlier = ~a.ood
-    costs = cp, cs, ci, ch = seam_costs(_subset(a, inlier), config, _w(w, inlier), sink("seam-weighted cost"))
+    costs = cp, cs, ci, ch = seam_costs(take_rows(a, inlier), config, _w(w, inlier), sink("seam-weighted cost"))
     return ({"op_d": m.operational_cost(cp, ci, ch, sink("OP")),
              "ood_d": m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC"))},
             {"costs": costs})
