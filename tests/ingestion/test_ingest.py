@@ -423,3 +423,21 @@ def test_corrupt_image_is_a_data_error_naming_the_file(tmp_path, env_cache):
         ["ok", "failed", "skipped"]
     check_good_predictions(out, ("performance",))  # the set done before stays
     assert not (out / "drift.parquet").exists()
+
+
+def test_unusable_archives_fail_the_submission_not_the_evaluator(tmp_path, input_data):
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../escape.py", "x")
+    report = ingest(evil, input_data, tmp_path / "p1", progress=False)
+    assert report["status"] == "failed"
+    assert report["errors"] == [f"submission: {evil}: unsafe member '../escape.py' in the zip"]
+    notzip = tmp_path / "sub.tar"
+    notzip.write_bytes(b"\0" * 100)
+    report = ingest(notzip, input_data, tmp_path / "p2", progress=False)
+    assert report["errors"] == [f"submission: {notzip}: not a folder nor a zip file"]
+    empty = make_submission(tmp_path / "empty", setup=None)
+    report = ingest(empty, input_data, tmp_path / "p3", progress=False)
+    assert report["errors"][0].startswith("submission layout: no setup.py or pyproject.toml")
+    with pytest.raises(ChallengeError, match="submission not found"):
+        ingest(tmp_path / "nowhere", input_data, tmp_path / "p4", progress=False)

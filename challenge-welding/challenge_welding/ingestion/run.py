@@ -258,7 +258,14 @@ def _note_output(child: Child, report, log, opt) -> None:
 def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
     """Unpack, install, start the child and load the model. None when the submission is unusable."""
     t0 = time.perf_counter()
-    root = sub.unpack(submission, workdir)
+    if not submission.exists():
+        raise ChallengeError(f"submission not found: {submission}")
+    try:
+        root = sub.unpack(submission, workdir)
+    except ChallengeError as exc:  # a broken or unsafe zip: the submission's fault
+        report["errors"].append(f"submission: {exc}")
+        log(f"error: submission: {exc}")
+        return None
     fatal = [p for p in sub.layout_problems(root) if p.fatal]
     for p in sub.layout_problems(root):
         if not p.fatal:
