@@ -16,6 +16,7 @@ def run(args):
     alphas = calibrate(args.reference, args.config)
     print(f"{'KPI':<15}{'alpha1 (full_unknown)':>22}{'alpha2 (good)':>16}")
     for kpi, a in alphas.items():
-        print(f"{kpi:<15}{a['alpha1']:>22.4f}{a['alpha2']:>16.4f}")
+        note = "" if a["alpha1"] < a["alpha2"] < 1 else "   <- left unscaled (alpha2 <= alpha1 or >= 1)"
+        print(f"{kpi:<15}{a['alpha1']:>22.4f}{a['alpha2']:>16.4f}{note}")
     print(f"written: {args.reference}/scoring.yaml")
     return 0
