@@ -53,6 +53,7 @@ class Environment:
     cached: bool = False
     install_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    installer: str = ""  # e.g. "uv 0.13.9" or "pip 24.0"
 
 
 def default_cache_dir() -> Path:
@@ -253,4 +254,13 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
                   str(site), str(root)], install_log, timeout, "installing the submission package")
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
                        path=str(env_dir), cached=cached, install_s=time.perf_counter() - t0,
-                       notes=notes)
+                       notes=notes, installer=_installer_version(uv or [str(py), "-m", "pip"]))
+
+
+def _installer_version(cmd) -> str:
+    cmd = [cmd] if isinstance(cmd, str) else list(cmd)
+    try:
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30)
+        return " ".join(out.stdout.split()[:2])
+    except (OSError, subprocess.SubprocessError):
+        return ""

@@ -290,8 +290,9 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
         return None
     for note in env.notes:
         log(f"note: {note}")
-    report["environment"] = {"kind": env.kind, "key": env.key, "path": env.path,
-                             "cached": env.cached, "python": env.python, "notes": env.notes}
+    report["environment"] = {"kind": env.kind, "installer": env.installer, "key": env.key,
+                             "path": env.path, "cached": env.cached, "python": env.python,
+                             "notes": env.notes}
     report["timings"]["install_s"] = time.perf_counter() - t0
     device, why = (opt["device"], "set by --device") if opt["device"] else envmod.detect_device()
     report["device"] = {"name": device, "reason": why}
@@ -340,8 +341,10 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report, log) -> None:
             report["sets"][name] = {"status": "running", "n": n}
             t0 = time.perf_counter()
             predict_s = 0.0
+            # a log file (Codabench) gets a line every 30 s, a terminal a live bar
             bar = tqdm(total=n, desc=f"{name:>14}", unit="img", file=sys.stderr, leave=True,
-                       disable=not opt["progress"], dynamic_ncols=True)
+                       disable=not opt["progress"], dynamic_ncols=True,
+                       mininterval=0.1 if sys.stderr.isatty() else 30.0)
             prefetch = Prefetcher(batches, pool, workers, lookahead, stats)
             try:
                 for batch in prefetch:
