@@ -4,7 +4,7 @@
 # equals the host run's, time-dependent keys aside (score, perf, time_p95: see
 # challenge_welding/bundle/compare.py).
 #
-#   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep]
+#   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep] [--skip-fullhd]
 #
 # 1. podman (+ debootstrap): installed with apt when missing and run as root;
 #    /etc/containers/containers.conf gets cgroup_manager = "cgroupfs" and
@@ -16,19 +16,22 @@
 # 4. demo data: `synth` + `build-sets` (small), Solution-1 trained by its own command,
 #    unless --data and --solution are given.
 # 5. host run (ingest + score with this repository's venv), bundle, dry run, comparison.
+# 6. the same data with full-HD performance images under the worker's default /dev/shm
+#    (64 MB): the run must complete (--skip-fullhd to leave it out).
 # Network: PyPI for the build and for the submission's environment (the host's CA bundle
 # is mounted so that a TLS-intercepting proxy works).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0
+WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0 FULLHD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --workdir) WORK="$2"; shift 2 ;;
     --data) DATA="$2"; shift 2 ;;
     --solution) SOLUTION="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --skip-fullhd) FULLHD=0; shift ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "container_test: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -109,5 +112,38 @@ EXTRA_RUN_ARGS="--network=host -v $CA:$CA:ro" "$REPO/scripts/dry_run.sh" --engin
 
 step "compare scores.json: container vs host"
 "$PY" -m challenge_welding.bundle.compare "$WORK/dry-run/scores/scores.json" "$WORK/host/out/scores.json"
+
+if [ "$FULLHD" = 1 ]; then
+  # Real photos are 1920x1080; Codabench gives the container the engine's default /dev/shm
+  # (64 MB, the worker sets no shm_size). The same data with the performance images
+  # scaled to full HD must still run to the end.
+  step "full-HD images under the worker's default /dev/shm"
+  rm -rf "$WORK/DATA-hd" && cp -r "$DATA" "$WORK/DATA-hd"
+  "$PY" - "$WORK/DATA-hd/input_data/performance" <<'PYEOF'
+import sys
+from pathlib import Path
+import cv2
+import pandas as pd
+root = Path(sys.argv[1])
+meta = pd.read_parquet(root / "metadata.parquet")
+for rel in meta["path"]:
+    img = cv2.imread(str(root / rel))
+    cv2.imwrite(str(root / rel), cv2.resize(img, (1920, 1080), interpolation=cv2.INTER_CUBIC))
+meta["resolution"] = [[1920, 1080]] * len(meta)
+meta.to_parquet(root / "metadata.parquet")
+print(f"{len(meta)} performance images scaled to 1920x1080")
+PYEOF
+  HD=0
+  EXTRA_RUN_ARGS="--network=host -v $CA:$CA:ro" "$REPO/scripts/dry_run.sh" --engine podman \
+    --image "$IMAGE" --data "$WORK/DATA-hd" \
+    --submission "$WORK/bundle-unzipped/solutions/solution-1.zip" \
+    --out "$WORK/dry-run-hd" --uv-cache "$WORK/uv-cache" > "$WORK/dry-run-hd.log" 2>&1 || HD=$?
+  grep -E '^== (ingestion|scoring): exit' "$WORK/dry-run-hd.log" || true
+  if [ $HD -ne 0 ] || ! grep -q '"status": "ok"' "$WORK/dry-run-hd/predictions/ingestion.json" 2>/dev/null; then
+    echo "FAILED: full-HD run under the default /dev/shm (see $WORK/dry-run-hd.log;" \
+         "exit status 135 = SIGBUS: shared memory larger than /dev/shm)" >&2
+    exit 1
+  fi
+fi
 [ "$KEEP" = 1 ] || rm -rf "$WORK/bundle-unzipped" "$WORK/dry-run/run"
 echo "container test passed in $((SECONDS - T0)) s"
