@@ -26,12 +26,27 @@ import numpy as np
 KO, OK, UNKNOWN = 0, 1, 2
 
 
-def _wsum(values, sample_weight):
-    """sum_k w_k values[k]: values (n,) or (n, m) -> () / (m,) or (B,) / (B, m)."""
+def group_sums(groups, n_groups, values, sample_weight=None):
+    """``sum_{k in g} w_k values[k]`` per group g: values (n,) or (n, m) -> batch + (G,) or batch + (G, m).
+
+    One weight vector (or none): a bincount per column, O(n). A (B, n) batch:
+    one matrix product with the one-hot group matrix, so all resamples are
+    summed in a single pass over the weights.
+    """
     values = np.asarray(values, dtype=float)
-    if sample_weight is None:
-        return values.sum(axis=0)
-    return np.asarray(sample_weight, dtype=float) @ values
+    one_d = values.ndim == 1
+    values = values[:, None] if one_d else values
+    groups = np.asarray(groups, dtype=np.int64)
+    n, m = values.shape
+    if sample_weight is None or np.ndim(sample_weight) == 1:
+        w = values if sample_weight is None else values * np.asarray(sample_weight, dtype=float)[:, None]
+        out = np.stack([np.bincount(groups, weights=w[:, j], minlength=n_groups) for j in range(m)], axis=-1)
+    else:
+        features = np.zeros((n, n_groups, m))
+        features[np.arange(n), groups] = values
+        out = (np.asarray(sample_weight, dtype=float) @ features.reshape(n, n_groups * m)).reshape(
+            np.shape(sample_weight)[:-1] + (n_groups, m))
+    return out[..., 0] if one_d else out
 
 
 def _note(undefined, message, mask=None):
@@ -98,13 +113,9 @@ def seam_weighted_cost(costs, seams, seam_weights, sample_weight=None, undefined
     n, m = costs.shape
     seam_weights = np.asarray(seam_weights, dtype=float)
     n_seams = len(seam_weights)
-    onehot = np.zeros((n, n_seams))
-    onehot[np.arange(n), np.asarray(seams)] = 1.0
-    # one product for counts and cost sums: columns [counts (S) | sums (S*m)]
-    features = np.concatenate([onehot, (onehot[:, :, None] * costs[:, None, :]).reshape(n, n_seams * m)], axis=1)
-    sums = _wsum(features, sample_weight)
-    counts = sums[..., :n_seams]
-    totals = sums[..., n_seams:].reshape(sums.shape[:-1] + (n_seams, m))
+    # one pass for counts and cost sums: columns [count | m cost sums] per seam
+    sums = group_sums(seams, n_seams, np.concatenate([np.ones((n, 1)), costs], axis=1), sample_weight)
+    counts, totals = sums[..., 0], sums[..., 1:]
     means = _safe_div(totals, counts[..., None], 0.0)
     w = seam_weights * (counts > 0)
     w_total = w.sum(axis=-1)
@@ -155,14 +166,10 @@ def _counts(y_true, y_pred, label, groups, n_groups, sample_weight):
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     n = len(y_true)
     groups = np.zeros(n, dtype=int) if groups is None else np.asarray(groups)
-    onehot = np.zeros((n, n_groups))
-    onehot[np.arange(n), groups] = 1.0
     is_true, is_pred = y_true == label, y_pred == label
-    features = np.concatenate([onehot * (is_true & is_pred)[:, None],
-                               onehot * (~is_true & is_pred)[:, None],
-                               onehot * (is_true & ~is_pred)[:, None]], axis=1)
-    sums = _wsum(features, sample_weight)
-    return sums[..., :n_groups], sums[..., n_groups:2 * n_groups], sums[..., 2 * n_groups:]
+    sums = group_sums(groups, n_groups, np.stack([is_true & is_pred, ~is_true & is_pred, is_true & ~is_pred],
+                                                 axis=1), sample_weight)
+    return sums[..., 0], sums[..., 1], sums[..., 2]
 
 
 def _fbeta_from_counts(tp, fp, fn, beta, zero_division):
@@ -290,17 +297,13 @@ def expected_calibration_error(y_true, proba, n_bins=10, groups=None, n_groups=N
     else:
         conf = correct = np.zeros(0)
         bins = np.zeros(0, dtype=int)
-    # columns: per group, n_bins sums of (correct - conf) then the group's total weight
-    width = n_bins + 1
-    features = np.zeros((n, n_groups * width))
-    rows = np.arange(n)
-    features[rows, groups * width + bins] = correct - conf
-    features[rows, groups * width + n_bins] = 1.0
-    sums = _wsum(features, sample_weight)
-    sums = sums.reshape(sums.shape[:-1] + (n_groups, width))
-    total = sums[..., n_bins]
+    # per (group, bin) cell: the sum of (correct - conf) and the weight
+    cells = groups * n_bins + bins
+    sums = group_sums(cells, n_groups * n_bins, np.stack([correct - conf, np.ones(n)], axis=1), sample_weight)
+    sums = sums.reshape(sums.shape[:-2] + (n_groups, n_bins, 2))
+    total = sums[..., 1].sum(axis=-1)
     _note(undefined, "empty subset: ECE set to 0", np.any(total == 0, axis=-1))
-    out = _safe_div(np.abs(sums[..., :n_bins]).sum(axis=-1), total, 0.0)
+    out = _safe_div(np.abs(sums[..., 0]).sum(axis=-1), total, 0.0)
     return out[..., 0] if single else out
 
 
