@@ -283,6 +283,13 @@ def test_exception_at_import_and_in_load_model(tmp_path, input_data, env_cache):
     report, _ = run(tmp_path / "b", input_data, env_cache, in_load)
     assert "raised FileNotFoundError" in report["errors"][0] and "load_model()" in report["errors"][0]
 
+    in_init = GOOD.replace("    def load_model(", "    def __init__(self, size):\n"
+                           "        super().__init__()\n\n    def load_model(")
+    report, _ = run(tmp_path / "c", input_data, env_cache, in_init)
+    assert report["errors"][0].startswith("the submission raised TypeError: MyAIComponent."
+                                          "__init__() missing 1 required positional argument")
+    assert report["errors"][0].endswith("in MyAIComponent()")
+
 
 def test_stdout_flood_is_capped(tmp_path, input_data, env_cache):
     flood = GOOD.replace("assert self.loaded", "print('x' * 4_000_000, flush=True)")

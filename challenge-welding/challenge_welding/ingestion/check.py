@@ -147,6 +147,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
                               "a fresh virtual environment",
                    "import": "make `from challenge_solution.AIComponent import MyAIComponent` "
                              "work after installation",
+                   "init": "make MyAIComponent() work without arguments",
                    "load_model": "load files through ROOT_PATH = Path(__file__).parent.resolve() "
                                  "and list them in MANIFEST.in",
                    }.get(fault.get("stage"), "return a dict with 'predictions' (KO/OK/UNKNOWN), "

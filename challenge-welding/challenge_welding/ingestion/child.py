@@ -14,7 +14,7 @@ Python objects only, so that the two sides' numpy versions never meet):
                     "device": str|None, "timed": bool}
   child -> parent  {"op": "result", "id": int, "seconds": float, "output": plain,
                     "ignored": [keys of the output dict not in OUTPUT_KEYS]}
-  child -> parent  {"op": "error", "stage": "import"|"load_model"|"predict", "message": str,
+  child -> parent  {"op": "error", "stage": "import"|"init"|"load_model"|"predict", "message": str,
                     "traceback": str}
   parent -> child  {"op": "stop"}
 
@@ -117,8 +117,9 @@ def main():
 
         module = importlib.import_module(os.environ.get(ENV_MODULE, DEFAULT_MODULE))
         cls = getattr(module, CLASS_NAME)
-        stage = "load_model"
+        stage = "init"
         component = cls()
+        stage = "load_model"
         t0 = time.perf_counter()
         component.load_model()
         load_s = time.perf_counter() - t0

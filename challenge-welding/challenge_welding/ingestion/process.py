@@ -187,8 +187,9 @@ class Child:
                                    f"during {what} ({limit}); the child was stopped")
         if msg.get("op") == proto.OP_ERROR:
             self.output.join(1.0)
-            where = {"import": "importing the component", "load_model": "load_model()",
-                     "predict": "predict()"}.get(msg["stage"], msg["stage"])
+            where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
+                     "load_model": "load_model()", "predict": "predict()"}.get(msg["stage"],
+                                                                                msg["stage"])
             hint = ""
             if "No module named 'challenge_welding." in msg["message"]:
                 hint = (" (the evaluator provides only the interface modules "
