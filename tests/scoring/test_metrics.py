@@ -190,3 +190,15 @@ def test_level_auc():
     notes = []
     assert m.level_auc([0.0], np.array([0.7]), undefined=notes) == pytest.approx(0.7)
     assert "single level" in notes[0]
+
+
+@pytest.mark.parametrize("n_bins, m_edge", [(10, 7), (22, 15), (23, 13), (39, 31)])
+def test_ece_edges_belong_to_the_upper_bin(n_bins, m_edge):
+    # a confidence exactly on the edge m/M belongs to bin m (floor(conf * M) puts these in m - 1):
+    # with a right sample on the edge and a wrong one just below it, the bins differ and
+    # ECE = ((1 - conf) + below) / 2; in one bin it would be |1/2 - (conf + below)/2|
+    conf = m_edge / n_bins
+    below = np.nextafter(conf, 0)
+    proba = np.array([[conf, 1 - conf, 0.0], [below, 1 - below, 0.0]])
+    y = np.array([KO, OK])
+    assert m.expected_calibration_error(y, proba, n_bins) == pytest.approx(((1 - conf) + below) / 2)

@@ -293,7 +293,9 @@ def expected_calibration_error(y_true, proba, n_bins=10, groups=None, n_groups=N
     if n:
         conf, label = top_label(proba)
         correct = (label == y_true).astype(float)
-        bins = np.minimum(np.floor(conf * n_bins).astype(int), n_bins - 1)
+        # bin m holds [m/M, (m+1)/M): compare with the float edges (floor(conf * M) misplaces some m/M)
+        edges = np.arange(n_bins + 1) / n_bins
+        bins = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
     else:
         conf = correct = np.zeros(0)
         bins = np.zeros(0, dtype=int)
