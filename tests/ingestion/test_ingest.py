@@ -11,7 +11,7 @@ from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
 from challenge_welding.errors import ChallengeError
 from challenge_welding.ingestion.run import ingest
 
-from helpers import GOOD, REQUIREMENTS, expected, make_input_data, make_submission
+from ingestion_helpers import GOOD, REQUIREMENTS, expected, make_input_data, make_submission
 
 # 7 performance images, batch 3 -> calls 1 (warm-up), 2, 3, 4 on performance; call 5 is the
 # first robustness batch. Faulty components misbehave at call 5 so that performance is done.

@@ -3,7 +3,7 @@
 from challenge_welding import cli
 from challenge_welding.ingestion.check import _requirement_findings, check_submission
 
-from helpers import GOOD, make_submission
+from ingestion_helpers import GOOD, make_submission
 
 NEEDS_MODEL = GOOD.replace(
     "self.loaded = True",

@@ -7,7 +7,7 @@ import pytest
 from challenge_welding.errors import ChallengeError
 from challenge_welding.ingestion import submission as sub
 
-from helpers import make_submission
+from ingestion_helpers import make_submission
 
 
 def test_filter_requirements_drops_only_the_starter_kit_pin():
