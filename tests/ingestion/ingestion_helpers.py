@@ -116,3 +116,26 @@ def expected(name: str):
         probs.append([r / (r + g + b), g / (r + g + b), b / (r + g + b)])
         ood.append(b / 255)
     return labels, np.array(probs), np.array(ood)
+
+
+def make_reference(root: Path, config: Path) -> Path:
+    """Labels of SAMPLES in the reference-data format: red welds are KO, blueish ones are the
+    OOD samples (in the OOD sets and drift), robustness has a clean copy and a blur ladder."""
+    import shutil
+
+    root.mkdir(parents=True, exist_ok=True)
+    for name, samples in SAMPLES.items():
+        rows = []
+        for i, (rgb, _) in enumerate(samples):
+            row = {"sample_id": f"{name[:3]}{i:03d}", "class": "KO" if rgb == RED else "OK",
+                   "welding-seams": "c20"}
+            if name == "robustness":
+                row.update(perturbation=("none", "blur", "blur")[i], level=(0.0, 1.0, 2.0)[i])
+            if name in ("ood_real", "ood_synthetic", "drift"):
+                row["ood"] = int(rgb == BLUEISH)
+            if name == "drift":
+                row["position"] = i
+            rows.append(row)
+        pd.DataFrame(rows).to_parquet(root / f"{name}.parquet", index=False)
+    shutil.copy(config, root / "scoring.yaml")
+    return root
