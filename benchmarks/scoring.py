@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "scoring"))
+import importlib.util
 
-from conftest import make_reference  # noqa: E402  (the label-only reference generator of the tests)
+ROOT = Path(__file__).resolve().parents[1]
+# the label-only reference generator of the scoring tests, loaded by path (several areas have a conftest)
+_spec = importlib.util.spec_from_file_location("scoring_conftest", ROOT / "tests/scoring/conftest.py")
+_fixture = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixture)
+make_reference = _fixture.make_reference
 
 from challenge_welding.constants import PERTURBATIONS  # noqa: E402
 from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402

@@ -10,7 +10,6 @@ The benchmark (benchmarks/scoring.py) imports it for its large reference.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -99,9 +98,6 @@ def uncalibrated_reference(tmp_path_factory):
 
 
 @pytest.fixture
-def copy_reference(tmp_path, reference_dir):
-    def _copy():
-        dst = tmp_path / "ref"
-        shutil.copytree(reference_dir, dst)
-        return dst
-    return _copy
+def reference_maker():
+    """make_reference, for tests that need their own sizes (test modules must not import conftest by name)."""
+    return make_reference

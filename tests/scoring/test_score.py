@@ -217,9 +217,7 @@ def test_batch_evaluation_equals_one_resample_at_a_time(reference_dir, tmp_path)
                 assert float(value) == pytest.approx(batch[key][j], abs=1e-9), (name, key)
 
 
-def _interval_width(tmp_path, n_perf, kind="good"):
-    from conftest import make_reference
-
+def _interval_width(make_reference, tmp_path, n_perf, kind="good"):
     ref = make_reference(tmp_path / f"ref{n_perf}", n_perf=n_perf, seed=11)
     config = load_config(DEFAULT_CONFIG_PATH)
     frames, _, _ = read_frames(ref, make_virtual(ref, kind, tmp_path / f"pred{n_perf}"))
@@ -229,9 +227,9 @@ def _interval_width(tmp_path, n_perf, kind="good"):
     return point, ci
 
 
-def test_bootstrap_interval_contains_the_estimate_and_shrinks_with_n(tmp_path):
-    small_point, small = _interval_width(tmp_path, 400)
-    big_point, big = _interval_width(tmp_path, 3200)
+def test_bootstrap_interval_contains_the_estimate_and_shrinks_with_n(reference_maker, tmp_path):
+    small_point, small = _interval_width(reference_maker, tmp_path, 400)
+    big_point, big = _interval_width(reference_maker, tmp_path, 3200)
     for point, ci in ((small_point, small), (big_point, big)):
         assert ci["score"][0] <= float(point["score"]) <= ci["score"][1]
         for key in ("op", "ml", "ood_real", "op_d"):
