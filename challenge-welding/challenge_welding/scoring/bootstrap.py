@@ -83,8 +83,11 @@ def draw_counts(strata, mult, b, rng):
     return counts
 
 
-def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95):
-    """Intervals {"score": [lo, hi], "criteria": {...}, "raw": {...}, "rescaled": {...}}."""
+def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95, notes=None):
+    """Intervals {"score": [lo, hi], "criteria": {...}, "raw": {...}, "rescaled": {...}}.
+
+    ``notes`` (a criteria.Notes) collects the undefined cases met in resamples, with their counts.
+    """
     if n_boot <= 0:
         return None
     criteria, present = {}, []
@@ -95,7 +98,7 @@ def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95):
         parts, done = {}, 0
         while done < n_boot:
             b = min(chunk, n_boot - done)
-            c, extra = set_criteria(name, rows, config, draw_counts(strata, mult, b, rng))
+            c, extra = set_criteria(name, rows, config, draw_counts(strata, mult, b, rng), notes)
             for key, value in c.items():
                 parts.setdefault(key, []).append(np.broadcast_to(value, (b,)))
             present = extra.get("present", present)

@@ -101,26 +101,51 @@ def _w(weights, mask=None):
 
 
 class Notes:
-    """Collects undefined cases as {"metric", "set", "case", "resolution"} records (no duplicates)."""
+    """Collects undefined cases as {"metric", "set", "case", "resolution"} records (no duplicates).
+
+    Cases met in bootstrap resamples are counted: {"resamples": hits, "of": B} is
+    added to their record (the point estimate's cases have no such keys).
+    """
 
     def __init__(self):
         self.records = []
+        self._resamples = {}
 
     def sink(self, metric, set_name):
         """A list-like the metrics append their "case: resolution" sentences to."""
-        return _Sink(self.records, metric, set_name)
+        return _Sink(self, metric, set_name)
+
+    def _record(self, metric, set_name, message):
+        case, _, resolution = message.partition(": ")
+        return {"metric": metric, "set": set_name, "case": case, "resolution": resolution}
+
+    def add(self, metric, set_name, message):
+        rec = self._record(metric, set_name, message)
+        if rec not in self.records:
+            self.records.append(rec)
+
+    def add_resamples(self, metric, set_name, message, hits, total):
+        key = (metric, set_name, message)
+        if key not in self._resamples:
+            rec = {**self._record(metric, set_name, message), "resamples": 0, "of": 0}
+            self._resamples[key] = rec
+        rec = self._resamples[key]
+        rec["resamples"] += hits
+        rec["of"] += total
+        if rec["resamples"] and rec not in self.records:
+            self.records.append(rec)
 
 
 class _Sink(list):
-    def __init__(self, records, metric, set_name):
+    def __init__(self, notes, metric, set_name):
         super().__init__()
-        self.records, self.metric, self.set_name = records, metric, set_name
+        self.notes, self.metric, self.set_name = notes, metric, set_name
 
     def append(self, message):
-        case, _, resolution = message.partition(": ")
-        rec = {"metric": self.metric, "set": self.set_name, "case": case, "resolution": resolution}
-        if rec not in self.records:
-            self.records.append(rec)
+        self.notes.add(self.metric, self.set_name, message)
+
+    def add_resamples(self, message, hits, total):
+        self.notes.add_resamples(self.metric, self.set_name, message, hits, total)
 
 
 def cost_matrix(config):

@@ -58,7 +58,9 @@ def _note(undefined, message, mask=None):
             undefined.append(message)
         return
     hits = int(np.count_nonzero(mask))
-    if hits:
+    if hasattr(undefined, "add_resamples"):  # a collector that sums hits over chunks of resamples
+        undefined.add_resamples(message, hits, int(np.size(mask)))
+    elif hits:
         undefined.append(f"{message} (in {hits} of {np.size(mask)} resamples)")
 
 

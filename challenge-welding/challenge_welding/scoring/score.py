@@ -141,7 +141,9 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
               **{k: c[k] for k in CRITERIA_KEYS}}
     assert tuple(scores) == SCORE_KEYS
     boot_cfg = config["extras"]["bootstrap"]
-    ci = bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"]) if with_bootstrap else None
+    boot_notes = Notes()
+    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_notes)
+          if with_bootstrap else None)
 
     def interval(group, key):
         return None if ci is None else [number(v) for v in ci[group][key]]
@@ -176,7 +178,7 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
                        for x, (levels, ml) in res["curves"].items()},
         "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
                  "n": int(len(times))},
-        "undefined_cases": notes.records,
+        "undefined_cases": notes.records + [r for r in boot_notes.records if r not in notes.records],
         "warnings": warnings,
         "extras": {},
         "metric_card": _metric_card(config, config_file, hashes or {}),
