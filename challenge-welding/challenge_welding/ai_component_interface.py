@@ -14,8 +14,11 @@ class AbstractAIComponent(ABC):
     """Abstract base class for AI components interface."""
 
     def __init__(self):
+        # Both spellings: the starter kit's template and the published 1.0 package.
         self.AI_Component = None
         self.AI_component_meta_informations = {}
+        self.ai_component = None
+        self.ai_component_meta_informations = {}
 
     @abstractmethod
     def load_model(self, config_file=None):
