@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from challenge_welding.scoring.metrics import bin_index as _bin_index
+
 
 def opinion_from_evidence(r: float, s: float, base_rate: float, prior_weight: float = 2.0) -> dict:
     """Binomial opinion {b, d, u, a, P, r, s} from positive/negative evidence (Josang eq. 1)."""
@@ -67,8 +69,8 @@ def binary_probability(p_ko: np.ndarray, p_ok: np.ndarray, cls: str) -> np.ndarr
 
 
 def bin_index(q: np.ndarray, bins: int) -> np.ndarray:
-    """Equal-width bins on [0, 1]: [m/M, (m+1)/M), the last bin closed."""
-    return np.minimum((np.asarray(q, float) * bins).astype(np.int64), bins - 1)
+    """Equal-width bins on [0, 1]: [m/M, (m+1)/M), the last bin closed (the ECE's rule)."""
+    return _bin_index(q, bins)
 
 
 def class_opinion(y_true: np.ndarray, p_ko: np.ndarray, p_ok: np.ndarray, cls: str,

@@ -272,6 +272,15 @@ def top_label(proba):
     return conf, np.where(p_ko >= p_ok, KO, OK)
 
 
+def bin_index(values, n_bins):
+    """Equal-width bin of each value in [0, 1]: bin m holds [m/M, (m+1)/M), the last one closed.
+
+    Compares with the float edges m/M: ``floor(value * M)`` misplaces some values equal to an edge.
+    """
+    edges = np.arange(n_bins + 1) / n_bins
+    return np.clip(np.searchsorted(edges, np.asarray(values, dtype=float), side="right") - 1, 0, n_bins - 1)
+
+
 def expected_calibration_error(y_true, proba, n_bins=10, groups=None, n_groups=None, sample_weight=None,
                                undefined=None):
     """Expected calibration error of the top-label binary confidence.
@@ -295,9 +304,7 @@ def expected_calibration_error(y_true, proba, n_bins=10, groups=None, n_groups=N
     if n:
         conf, label = top_label(proba)
         correct = (label == y_true).astype(float)
-        # bin m holds [m/M, (m+1)/M): compare with the float edges (floor(conf * M) misplaces some m/M)
-        edges = np.arange(n_bins + 1) / n_bins
-        bins = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+        bins = bin_index(conf, n_bins)
     else:
         conf = correct = np.zeros(0)
         bins = np.zeros(0, dtype=int)
