@@ -1,0 +1,1 @@
+"""A naive reference component of the welding challenge."""
