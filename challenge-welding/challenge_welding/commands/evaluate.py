@@ -1,13 +1,28 @@
 """Ingest then score one submission."""
 
-from challenge_welding.errors import ChallengeError
-
-HELP = "Ingest then score one submission."
+HELP = "Ingest then score one submission (OUT/predictions, then OUT/scores.json and the page)."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="--submission PATH --data DATA --output OUT")
+    parser.add_argument("--submission", required=True, metavar="PATH", help="submission zip or folder")
+    parser.add_argument("--data", required=True, metavar="DATA",
+                        help="build-sets output: DATA/input_data and DATA/reference_data")
+    parser.add_argument("--output", required=True, metavar="OUT",
+                        help="OUT/predictions (ingestion) and OUT/scores.json, details.json, "
+                             "detailed_results.html")
+    parser.add_argument("--batch-size", type=int, default=10, help="images per predict() call")
+    parser.add_argument("--no-isolation", action="store_true",
+                        help="developers: run the folder in this environment, no install")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from pathlib import Path
+
+    from challenge_welding.constants import KPI_KEYS
+    from challenge_welding.evaluate import evaluate
+
+    scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
+                      isolation=not args.no_isolation)
+    print(f"score {scores['score']:.2f}   " + "  ".join(f"{k} {scores[k]:.3f}" for k in KPI_KEYS))
+    print(f"written: {Path(args.output) / 'scores.json'}, {Path(args.output) / 'detailed_results.html'}")
+    return 0

@@ -1,13 +1,24 @@
 """Rank scored submissions into an HTML and CSV leaderboard."""
 
-from challenge_welding.errors import ChallengeError
-
-HELP = "Rank scored submissions into an HTML and CSV leaderboard."
+HELP = "Rank scored submissions into a colour-coded HTML table and a CSV (FILE.html, FILE.csv)."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="OUT... --output FILE")
+    parser.add_argument("folders", nargs="*", metavar="OUT",
+                        help="scored folders (each with scores.json); rows are named after them")
+    parser.add_argument("--output", required=True, metavar="FILE",
+                        help="writes FILE.html and FILE.csv (a .html/.csv suffix is dropped)")
+    parser.add_argument("--virtual", metavar="DATA", default=None,
+                        help="also score the nine virtual solutions on DATA/reference_data "
+                             "(reference rows, not ranked)")
+    parser.add_argument("--title", default="Leaderboard")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
+
+    frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title)
+    print(text_table(frame))
+    html_path, csv_path = output_paths(args.output)
+    print(f"written: {html_path}, {csv_path}")
+    return 0

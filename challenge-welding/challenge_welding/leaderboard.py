@@ -1,0 +1,159 @@
+"""Local leaderboard: scored folders ranked into a colour-coded HTML table and a CSV.
+
+In the manner of the protocol's comparative table: every KPI and criterion of
+scores.json, the score, the rank, each column on a red -> green scale. Virtual
+solutions (scoring.virtual) can be added as unranked reference rows.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
+from challenge_welding.errors import ChallengeError
+
+# Columns where a smaller value is better (costs, time, calibration errors).
+LOWER_BETTER = frozenset({"op", "time_p95", "ucalib_ko", "ucalib_ok", "op_g", "op_d"})
+
+
+def colour(value: float, lo: float, hi: float, lower_better: bool = False) -> str:
+    """Red (worst) -> yellow -> green (best) for ``value`` on the column range [lo, hi].
+
+    A constant column (hi == lo) or a non-finite value gets a neutral grey.
+    """
+    if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return "hsl(0, 0%, 92%)"
+    x = (value - lo) / (hi - lo)
+    if lower_better:
+        x = 1.0 - x
+    return f"hsl({120.0 * min(max(x, 0.0), 1.0):.0f}, 70%, 78%)"
+
+
+def rank(scores: list[float], reference: list[bool]) -> list[int | None]:
+    """Competition ranking (1, 2, 2, 4) of the non-reference rows by descending score."""
+    ranked = sorted(s for s, r in zip(scores, reference) if not r)
+    ranked.reverse()
+    return [None if r else 1 + ranked.index(s) for s, r in zip(scores, reference)]
+
+
+def read_scores(folder: Path) -> dict:
+    """scores.json of one scored folder, every contract key present and numeric."""
+    import json
+
+    path = Path(folder) / "scores.json"
+    if not path.is_file():
+        raise ChallengeError(f"{path} not found: pass folders written by `evaluate` or `score`")
+    try:
+        scores = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ChallengeError(f"{path} is not valid JSON: {exc}") from exc
+    missing = [k for k in SCORE_KEYS if not isinstance(scores.get(k), (int, float))]
+    if missing:
+        raise ChallengeError(f"{path} lacks the numeric key(s) {', '.join(missing)}")
+    return {k: float(scores[k]) for k in SCORE_KEYS}
+
+
+def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, dict]]:
+    """Score the virtual solutions on DATA/reference_data; (name, scores) per kind."""
+    from challenge_welding.scoring.score import score
+    from challenge_welding.scoring.virtual import make_virtual
+
+    reference = Path(data) / "reference_data"
+    if not reference.is_dir():
+        raise ChallengeError(f"{reference} not found: --virtual takes a build-sets output folder")
+    rows = []
+    for kind in kinds:
+        pred = Path(workdir) / kind / "predictions"
+        out = Path(workdir) / kind
+        make_virtual(reference, kind, pred, seed=seed)
+        score(reference, pred, out)
+        rows.append((f"virtual {kind}", read_scores(out)))
+    return rows
+
+
+def table(entries: list[tuple[str, dict, bool]]):
+    """DataFrame (rank, solution, reference, score keys...) sorted by descending score."""
+    import pandas as pd
+
+    frame = pd.DataFrame([{"solution": n, "reference": ref, **s} for n, s, ref in entries])
+    frame = frame.sort_values(["score", "solution"], ascending=[False, True], kind="stable")
+    frame.insert(0, "rank", rank(list(frame["score"]), list(frame["reference"])))
+    frame["rank"] = frame["rank"].astype("Int64")
+    return frame.reset_index(drop=True)
+
+
+def render_html(frame, title="Leaderboard") -> str:
+    """Self-contained page (inline CSS, no script, no network)."""
+    import jinja2
+
+    from challenge_welding import __version__
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("challenge_welding.report", "templates"),
+                             autoescape=True)
+    keys = list(SCORE_KEYS)
+    ranges = {k: (frame[k].min(), frame[k].max()) for k in keys}
+    rows = []
+    for rec in frame.to_dict("records"):
+        cells = []
+        for k in keys:
+            v = rec[k]
+            text = f"{v:.2f}" if k == "score" else (f"{v:.4f}" if k == "time_p95" else f"{v:.3f}")
+            cells.append({"text": text, "colour": colour(v, *ranges[k], k in LOWER_BETTER)})
+        rank_ = rec["rank"]
+        rows.append({"rank": "" if rank_ is None or rank_ != rank_ else int(rank_),
+                     "name": rec["solution"], "reference": bool(rec["reference"]), "cells": cells})
+    return env.get_template("leaderboard.html.j2").render(
+        title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
+        version=__version__)
+
+
+def text_table(frame) -> str:
+    """Plain-text table for the terminal: rank, solution, score and the six KPIs."""
+    head = f"{'rank':>4}  {'solution':<28}{'score':>7}" + "".join(f"{k[:11]:>12}" for k in KPI_KEYS)
+    lines = [head, "-" * len(head)]
+    for rec in frame.to_dict("records"):
+        r = rec["rank"]
+        r = "" if r is None or r != r else str(int(r))
+        lines.append(f"{r:>4}  {rec['solution'][:27]:<28}{rec['score']:>7.2f}"
+                     + "".join(f"{rec[k]:>12.3f}" for k in KPI_KEYS))
+    return "\n".join(lines)
+
+
+def output_paths(output) -> tuple[Path, Path]:
+    """FILE -> (FILE.html, FILE.csv); a .html or .csv suffix on FILE is dropped first."""
+    output = Path(output)
+    if output.suffix.lower() in (".html", ".csv"):
+        output = output.with_suffix("")
+    return output.with_name(output.name + ".html"), output.with_name(output.name + ".csv")
+
+
+def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboard",
+                virtual_dir=None):
+    """Write OUTPUT.html and OUTPUT.csv; return the DataFrame.
+
+    folders: scored folders (each with scores.json); a row is named after its
+    folder unless ``names`` is given. virtual_data: a build-sets folder whose
+    reference data scores the nine virtual solutions as reference rows (in
+    ``virtual_dir``, else a temporary folder).
+    """
+    folders = [Path(f) for f in folders]
+    names = list(names) if names else [f.resolve().name for f in folders]
+    if len(set(names)) != len(names):
+        raise ChallengeError(f"two scored folders share a name: {names}; rename one")
+    entries = [(n, read_scores(f), False) for n, f in zip(names, folders)]
+    if virtual_data is not None:
+        if virtual_dir is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                entries += [(n, s, True) for n, s in virtual_rows(virtual_data, tmp)]
+        else:
+            entries += [(n, s, True) for n, s in virtual_rows(virtual_data, virtual_dir)]
+    if not entries:
+        raise ChallengeError("nothing to rank: give scored folders or --virtual DATA")
+    frame = table(entries)
+    html_path, csv_path = output_paths(output)
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    html_path.write_text(render_html(frame, title), encoding="utf-8")
+    frame.to_csv(csv_path, index=False, float_format="%.6g")
+    return frame
