@@ -1,13 +1,35 @@
 """Build the six evaluation sets (and calibrate the scoring config) from a source dataset."""
 
-from challenge_welding.errors import ChallengeError
-
 HELP = "Build the six evaluation sets (and calibrate the scoring config) from a source dataset."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="--source DIR --out DATA [--seed S]")
+    parser.add_argument("--source", required=True, metavar="DIR",
+                        help="dataset in the published format (DIR/metadata/ds_meta.parquet + images)")
+    parser.add_argument("--out", required=True, metavar="DATA",
+                        help="output folder: input_data/, reference_data/, training_data/")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="builder config YAML overriding data/build_config.yaml")
+    parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    import time
+
+    import pandas as pd
+
+    from challenge_welding.constants import SET_NAMES
+    from challenge_welding.data.build_sets import build_sets
+
+    t0 = time.time()
+    out = build_sets(args.source, args.out, seed=args.seed, config=args.config, workers=args.workers)
+    print(f"evaluation data built in {time.time() - t0:.1f} s -> {out}")
+    for name in SET_NAMES:
+        ref = pd.read_parquet(out / "reference_data" / f"{name}.parquet")
+        extra = f", ood {int(ref['ood'].sum())}" if "ood" in ref.columns else ""
+        print(f"  {name:15s} {len(ref):6d} images, KO {int((ref['class'] == 'KO').sum()):5d}{extra}")
+    train = pd.read_parquet(out / "training_data" / "metadata" / "ds_meta.parquet")
+    print(f"  {'training_data':15s} {len(train):6d} images, KO {int((train['class'] == 'KO').sum()):5d}")
+    print(f"  scoring config (calibrated): {out / 'reference_data' / 'scoring.yaml'}")
+    return 0

@@ -5,9 +5,34 @@ from challenge_welding.errors import ChallengeError
 HELP = "Generate a synthetic source dataset in the challenge's published format."
 
 
+def _resolution(text):
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise ChallengeError(f"--resolution must look like 480x270, got {text!r}") from None
+    return w, h
+
+
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="--out DIR [--n N] [--seed S] [--resolution WxH]")
+    parser.add_argument("--out", required=True, help="output folder (the dataset root)")
+    parser.add_argument("--n", type=int, default=3000, help="number of images (default 3000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resolution", default="480x270",
+                        help="full resolution WxH; half of the images are at half of it")
+    parser.add_argument("--ko-share", type=float, default=0.05, help="share of KO welds")
+    parser.add_argument("--unseen-share", type=float, default=0.12,
+                        help="share of the unseen seams c19/c34/c101 (generalization)")
+    parser.add_argument("--ood-share", type=float, default=0.03,
+                        help="share of real-OOD images (OOD_class = 1)")
+    parser.add_argument("--workers", type=int, default=None)
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.data.synth import generate_dataset
+
+    root = generate_dataset(args.out, n=args.n, seed=args.seed,
+                            resolution=_resolution(args.resolution), ko_share=args.ko_share,
+                            unseen_share=args.unseen_share, ood_share=args.ood_share,
+                            workers=args.workers)
+    print(f"synthetic dataset: {root} ({args.n} images)")
+    return 0

@@ -1,0 +1,278 @@
+"""build-sets on a tiny synthetic source: sizes, balance, ladders, labels, hygiene, errors."""
+
+import hashlib
+import math
+import re
+import shutil
+
+import cv2
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, UNSEEN_SEAMS
+from challenge_welding.data import perturbations as pt
+from challenge_welding.data.build_sets import build_sets
+from challenge_welding.errors import ChallengeError
+
+
+
+def ref(data, name):
+    return pd.read_parquet(data / "reference_data" / f"{name}.parquet")
+
+
+def inp(data, name):
+    return pd.read_parquet(data / "input_data" / name / "metadata.parquet")
+
+
+def image(data, name, path, flags=cv2.IMREAD_COLOR):
+    return cv2.imread(str(data / "input_data" / name / path), flags)
+
+
+@pytest.fixture(scope="module")
+def src(source):
+    return pd.read_parquet(source / "metadata" / "ds_meta.parquet")
+
+
+def in_domain_normal(src):
+    return src[(src["OOD_class"] == 0) & ~src["welding-seams"].isin(UNSEEN_SEAMS)]
+
+
+def test_layout_and_columns(built):
+    for name in SET_NAMES:
+        meta, r = inp(built, name), ref(built, name)
+        assert list(meta.columns) == list(INPUT_COLUMNS)
+        assert list(r.columns[:3]) == ["sample_id", "class", "welding-seams"]
+        assert sorted(meta["sample_id"]) == sorted(r["sample_id"])
+        assert all((built / "input_data" / name / p).is_file() for p in meta["path"])
+        assert len(list((built / "input_data" / name / "images").iterdir())) == len(meta)
+    assert (built / "reference_data" / "scoring.yaml").is_file()
+    assert not [p for p in built.iterdir() if p.name.startswith(".")]  # no temp dir left
+
+
+def test_performance_is_a_stratified_20_percent(built, src):
+    dom = in_domain_normal(src)
+    expected = {k: round(0.2 * len(g)) for k, g in dom.groupby(["welding-seams", "class"])}
+    got = ref(built, "performance").groupby(["welding-seams", "class"]).size().to_dict()
+    assert got == expected  # 20 % of every (seam, class) group; enough KO here, no top-up
+
+
+def test_training_is_the_rest_and_disjoint_from_performance(built, src, source):
+    train = pd.read_parquet(built / "training_data" / "metadata" / "ds_meta.parquet")
+    dom = in_domain_normal(src)
+    assert len(train) == len(dom) - len(ref(built, "performance"))
+    assert set(train["sample_id"]) <= set(dom["sample_id"])
+    for row in train.itertuples():
+        data = (built / "training_data" / row.path).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == row.sha256
+    # Independent route: no performance image is (up to re-encoding) a training image,
+    # and every one is some source image.
+    def thumbs(paths):
+        return np.stack([cv2.resize(cv2.imread(str(p)), (16, 9), interpolation=cv2.INTER_AREA)
+                         .astype(np.float32).ravel() for p in paths])
+    perf = thumbs(built / "input_data" / "performance" / p for p in inp(built, "performance")["path"])
+    tr = thumbs(built / "training_data" / p for p in train["path"])
+    allsrc = thumbs(source / p for p in src["path"])
+    dist = lambda a, b: np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2).min(axis=1)
+    assert dist(perf, allsrc).max() < 1.5
+    assert dist(perf, tr).min() > 3.0
+
+
+def test_generalization_is_the_unseen_seams(built, src):
+    g = ref(built, "generalization")
+    normal_unseen = src[(src["OOD_class"] == 0) & src["welding-seams"].isin(UNSEEN_SEAMS)]
+    assert len(g) == len(normal_unseen)
+    assert sorted(g["class"]) == sorted(normal_unseen["class"])
+
+
+def test_robustness_ladders_balance_and_levels(built, cfg):
+    cfg = cfg["robustness"]
+    r = ref(built, "robustness")
+    perf = ref(built, "performance")
+    clean = r[r["perturbation"] == "none"]
+    assert set(clean["level"]) == {0.0}
+    levels = {(p, float(lv)) for p, lvs in cfg["levels"].items() for lv in lvs} | {("none", 0.0)}
+    assert set(zip(r["perturbation"], r["level"])) == levels
+    assert r["level"].min() == -30 and r[r["perturbation"] == "translation"]["level"].max() == 20
+    # every level holds the same images (same class and seam counts) with >= 10 KO
+    base_counts = clean.groupby(["class", "welding-seams"]).size()
+    for _, group in r.groupby(["perturbation", "level"]):
+        assert group.groupby(["class", "welding-seams"]).size().equals(base_counts)
+        assert (group["class"] == "KO").sum() >= cfg["min_ko_per_level"]
+    # size and class mix: max(size, ceil(10 / KO share)) with the performance KO share
+    share = (perf["class"] == "KO").mean()
+    assert len(clean) == max(cfg["size"], math.ceil(10 / share))
+    assert abs((clean["class"] == "KO").mean() - share) <= 1.0 / len(clean) + 1e-9
+    # seam-balanced within each class (as far as the performance set allows)
+    for cls, group in clean.groupby("class"):
+        counts = group["welding-seams"].value_counts()
+        avail = perf[perf["class"] == cls]["welding-seams"].value_counts()
+        short = [s for s in counts.index if counts[s] == avail[s]]
+        full = counts.drop(short)
+        assert full.max() - full.min() <= 1 and (not short or counts[short].max() <= full.max())
+
+
+def _rows(built, name, perturbation, level):
+    r, meta = ref(built, name), inp(built, name)
+    ids = set(r[(r["perturbation"] == perturbation) & (r["level"] == level)]["sample_id"])
+    return meta[meta["sample_id"].isin(ids)]
+
+
+@pytest.mark.parametrize("perturbation,level", [("rotation", -30.0), ("translation", 20.0),
+                                                ("luminance", -3.0), ("blur", 28.0)])
+def test_robustness_images_are_the_clean_ones_perturbed(built, perturbation, level):
+    clean = [image(built, "robustness", p).astype(np.float32)
+             for p in _rows(built, "robustness", "none", 0.0)["path"]]
+    for path in _rows(built, "robustness", perturbation, level)["path"][:8]:
+        img = image(built, "robustness", path).astype(np.float32)
+        best = min(np.abs(pt.robustness(c.astype(np.uint8), perturbation, level).astype(np.float32)
+                          - img).mean() for c in clean if c.shape == img.shape)
+        assert best < 2.0  # JPEG re-encoding only
+        assert min(np.abs(c - img).mean() for c in clean if c.shape == img.shape) > best + 1.0
+
+
+def test_ood_sets_are_balanced(built, src):
+    syn = ref(built, "ood_synthetic")
+    assert (syn["ood"] == 1).sum() == (syn["ood"] == 0).sum() == 25
+    real = ref(built, "ood_real")
+    n_ood = int(src["OOD_class"].sum())
+    assert (real["ood"] == 1).sum() == (real["ood"] == 0).sum() == n_ood
+    assert sorted(real[real["ood"] == 1]["class"]) == sorted(src[src["OOD_class"] == 1]["class"])
+    # synthetic OOD images are far from the ODD: extreme luminance, colour, noise or no detail
+    meta = inp(built, "ood_synthetic").merge(syn, on="sample_id")
+    def odd(path):
+        img = image(built, "ood_synthetic", path)
+        grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
+        sat = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)[..., 1].mean()
+        lap = cv2.Laplacian(grey, cv2.CV_64F).var()
+        return grey.mean() < 30 or grey.mean() > 220 or sat > 120 or lap > 2000 or lap < 3
+    flags = meta["path"].map(odd)
+    assert flags[meta["ood"] == 1].mean() >= 0.9 and flags[meta["ood"] == 0].mean() <= 0.1
+
+
+def test_drift_is_an_ordered_growing_sequence(built):
+    r, meta = ref(built, "drift"), inp(built, "drift")
+    assert list(r["position"]) == list(range(60))
+    assert list(meta["sample_id"]) == list(r["sample_id"])  # input rows in sequence order
+    assert list(r["ood"]) == [0] * 42 + [1] * 18  # last 30 %
+    assert (r["class"] == "KO").mean() <= 0.5
+    lum = [image(built, "drift", p, cv2.IMREAD_GRAYSCALE).mean() for p in meta["path"]]
+    assert np.mean(lum[:10]) > 2.5 * np.mean(lum[-10:])  # darkening grows (3 stops at the end)
+
+
+def _jpeg_segments(data):
+    """Marker codes of a JPEG up to the start of scan (independent little parser)."""
+    assert data[:2] == b"\xff\xd8"
+    i, markers = 2, []
+    while i < len(data):
+        assert data[i] == 0xFF
+        marker = data[i + 1]
+        markers.append(marker)
+        if marker == 0xDA:
+            return markers
+        i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+    return markers
+
+
+def _auroc_bound(n_ko, n_ok):
+    # 4 standard deviations of the AUROC of an uninformative score (Mann-Whitney null,
+    # Hanley & McNeil): a leak gives an AUROC near 0 or 1, chance a value near 0.5.
+    return 4 * math.sqrt((n_ko + n_ok + 1) / (12 * n_ko * n_ok))
+
+
+def test_label_hygiene(built, source, src):
+    source_ids = set(src["sample_id"])
+    seen = set()
+    for name in SET_NAMES:
+        meta, r = inp(built, name), ref(built, name)
+        assert meta["sample_id"].map(lambda s: bool(re.fullmatch(r"[0-9a-f]{16}", s))).all()
+        assert meta["path"].map(lambda s: bool(re.fullmatch(r"images/[0-9a-f]{16}\.jpeg", s))).all()
+        assert not (set(meta["sample_id"]) & (source_ids | seen))
+        seen |= set(meta["sample_id"])
+        for p in meta["path"][:20]:
+            markers = _jpeg_segments((built / "input_data" / name / p).read_bytes())
+            assert 0xE1 not in markers and 0xFE not in markers  # no EXIF/XMP, no comment
+        y = (meta.merge(r, on="sample_id")["class"] == "KO").to_numpy()
+        if y.sum() < 10 or (~y).sum() < 10:
+            continue
+        features = {
+            "file size": [(built / "input_data" / name / p).stat().st_size for p in meta["path"]],
+            "row order": np.arange(len(meta)),
+            "sample_id": [int(s, 16) for s in meta["sample_id"]],
+            "file name": [int(p[7:23], 16) for p in meta["path"]],
+        }
+        bound = _auroc_bound(y.sum(), (~y).sum())
+        for feature, values in features.items():
+            if name == "drift" and feature == "row order":
+                continue  # the sequence order is the point of drift; checked below
+            auc = roc_auc_score(y, values)
+            assert abs(auc - 0.5) < bound, (name, feature, auc, bound)
+    # drift's order is about the perturbation, not the class
+    y = (ref(built, "drift")["class"] == "KO").to_numpy()
+    assert abs(roc_auc_score(y, np.arange(len(y))) - 0.5) < _auroc_bound(y.sum(), (~y).sum())
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_same_bytes(built, source, tmp_path, cfg):
+    again = build_sets(source, tmp_path / "again", seed=7, config=cfg, workers=1, progress=False)
+    a, b = _files(built), _files(again)
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def _broken_copy(source, tmp_path):
+    dst = tmp_path / "src"
+    shutil.copytree(source, dst)
+    return dst, pd.read_parquet(dst / "metadata" / "ds_meta.parquet")
+
+
+def _expect_error(src_dir, tmp_path, pattern, config):
+    out = tmp_path / "out"
+    with pytest.raises(ChallengeError, match=pattern) as info:
+        build_sets(src_dir, out, seed=1, config=config, progress=False)
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    return str(info.value)
+
+
+def test_bad_files_are_all_listed(source, tmp_path, cfg):
+    src_dir, meta = _broken_copy(source, tmp_path)
+    (src_dir / meta["path"][0]).unlink()
+    (src_dir / meta["path"][1]).write_bytes(b"not a jpeg")
+    meta.loc[2, "sha256"] = "0" * 64
+    meta.to_parquet(src_dir / "metadata" / "ds_meta.parquet", index=False)
+    msg = _expect_error(src_dir, tmp_path, "3 bad rows", cfg)
+    assert f"{meta['sample_id'][0]} ({meta['path'][0]}): missing" in msg
+    assert f"{meta['sample_id'][1]}" in msg and "sha256 mismatch" in msg
+    assert f"{meta['sample_id'][2]} ({meta['path'][2]}): sha256 mismatch" in msg
+
+
+def test_unknown_seams_capped_listing(source, tmp_path, cfg):
+    src_dir, meta = _broken_copy(source, tmp_path)
+    meta.loc[:14, "welding-seams"] = "c999"
+    meta.to_parquet(src_dir / "metadata" / "ds_meta.parquet", index=False)
+    msg = _expect_error(src_dir, tmp_path, "15 bad rows", cfg)
+    assert "unknown seam 'c999'" in msg and "(and 5 more)" in msg
+    assert msg.count("c999") == 10
+
+
+def test_missing_columns(source, tmp_path, cfg):
+    src_dir, meta = _broken_copy(source, tmp_path)
+    meta.drop(columns=["sha256", "class"]).to_parquet(src_dir / "metadata" / "ds_meta.parquet")
+    _expect_error(src_dir, tmp_path, "missing columns class, sha256", cfg)
+
+
+def test_too_few_ko(source, tmp_path, cfg):
+    cfg["robustness"]["min_ko_per_level"] = 500
+    _expect_error(source, tmp_path, "too few KO for the robustness set", config=cfg)
+
+
+def test_a_failed_rebuild_leaves_the_old_build(built, source, tmp_path, cfg):
+    before = _files(built / "reference_data")
+    cfg["robustness"]["min_ko_per_level"] = 500
+    with pytest.raises(ChallengeError):
+        build_sets(source, built, seed=7, config=cfg, progress=False)
+    assert _files(built / "reference_data") == before
