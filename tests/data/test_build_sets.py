@@ -141,12 +141,14 @@ def test_ood_sets_are_balanced(built, src, source):
     assert sorted(real[real["ood"] == 1]["class"]) == sorted(src[src["OOD_class"] == 1]["class"])
     # Independent route: a normal image is a source image re-encoded, an OOD one is far
     # from every source image of its size (blur, exposure, colour or noise changed it).
-    originals = [cv2.imread(str(source / p)).astype(np.float32) for p in src["path"]]
+    # (normal source photos only: a real-OOD dark photo is as black as a synthetic one)
+    originals = [cv2.imread(str(source / p)).astype(np.float32)
+                 for p in src[src["OOD_class"] == 0]["path"]]
     meta = inp(built, "ood_synthetic").merge(syn, on="sample_id")
     for path, ood in zip(meta["path"], meta["ood"]):
         img = image(built, "ood_synthetic", path).astype(np.float32)
         nearest = min(np.abs(o - img).mean() for o in originals if o.shape == img.shape)
-        assert (nearest > 4.0) if ood else (nearest < 1.5), (path, ood, nearest)
+        assert (nearest > 4.0) if ood else (nearest < 2.5), (path, ood, nearest)
 
 
 def test_drift_is_an_ordered_growing_sequence(built):

@@ -395,12 +395,18 @@ def _install(work, out):
 
 
 def _calibrate(reference_dir):
+    """Calibrated scoring config in reference_data/scoring.yaml.
+
+    An existing scoring.yaml (an organiser's settings) is kept and only its breakpoints
+    change; otherwise the packaged default is copied first, so the file exists even
+    when the scoring package has no calibrate step.
+    """
+    target = reference_dir / "scoring.yaml"
+    if not target.exists():
+        shutil.copyfile(Path(__file__).resolve().parent.parent / "scoring" / "default_scoring.yaml",
+                        target)
     try:
         from challenge_welding.scoring.calibrate import calibrate
-    except ImportError:  # scoring not installed: ship the default config
-        from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH as SCORING_DEFAULT
-
-        shutil.copyfile(SCORING_DEFAULT, reference_dir / "scoring.yaml")
+    except ImportError:  # no calibrate step: the default config (alphas unset) stays
         return None
-    # An existing scoring.yaml (an organiser's settings) is kept; only its breakpoints change.
     return calibrate(reference_dir)

@@ -54,6 +54,21 @@ SEAM_LOOKS = {
 }
 
 
+def _gauss(rng, shape, sigma=1.0):
+    """float32 Gaussian noise. cv2.randn is ~5x faster than numpy's generator; it is
+    reseeded from ``rng`` each call, so the image still depends only on its own seed."""
+    out = np.empty(shape, np.float32)
+    cv2.setRNGSeed(int(rng.integers(1, 2**31 - 1)))
+    cv2.randn(out, 0.0, float(sigma))
+    return out
+
+
+def _blend(img, target, alpha):
+    """In place: img = img * (1 - alpha) + target * alpha (two passes instead of four)."""
+    img += (target - img) * alpha[..., None]
+    return img
+
+
 def _smooth_noise(rng, h, w, cells):
     """Low-frequency noise in [-1, 1]-ish: a small random grid upsampled bicubically."""
     cy = max(2, int(cells))
@@ -63,7 +78,7 @@ def _smooth_noise(rng, h, w, cells):
 
 
 def _plate_texture(rng, h, w, kind):
-    grain = rng.standard_normal((h, w)).astype(np.float32)
+    grain = _gauss(rng, (h, w))
     scale = h / 270.0
     if kind == "brushed":
         k = max(3, int(25 * scale)) | 1
@@ -105,12 +120,13 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
     look = SEAM_LOOKS[seam]
     h, w = int(height), int(width)
     px = 1.0 / h  # one pixel in height units
-    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
-    u = (xs - w / 2) / h
-    v = (ys - h / 2) / h
+    # Broadcast row/column coordinates: full (h, w) arrays appear only where needed.
+    u = ((np.arange(w, dtype=np.float32) - w / 2) / h)[None, :]
+    v = ((np.arange(h, dtype=np.float32) - h / 2) / h)[:, None]
 
     a = np.deg2rad(look.angle + rng.uniform(-4, 4))
-    ca, sa = np.cos(a), np.sin(a)
+    # Python floats, not numpy float64 scalars: those would promote every float32 array.
+    ca, sa = float(np.cos(a)), float(np.sin(a))
     offset = rng.uniform(-0.08, 0.08)
     t = u * ca + v * sa                      # along the bead
     phase0 = rng.uniform(0, 2 * np.pi)
@@ -131,14 +147,14 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
     img *= (1 - joint)[..., None]
     haz = np.exp(-np.maximum(np.abs(r) - 1, 0) * hw / (w0 * rng.uniform(0.8, 1.6)))
     haz = (haz * 0.55 * (1 + 0.3 * _smooth_noise(rng, h, w, 8))).astype(np.float32)
-    img = img * (1 - haz[..., None]) + np.asarray(look.haz, np.float32) * haz[..., None] * (1 + tex[..., None])
+    _blend(img, np.asarray(look.haz, np.float32) * (1 + tex[..., None]), haz)
     if rng.uniform() < 0.7:
         b = rng.uniform(0, 2 * np.pi)
-        edge = u * np.cos(b) + v * np.sin(b)
+        edge = u * float(np.cos(b)) + v * float(np.sin(b))
         cut = rng.uniform(0.45, 0.85)
         bg = np.clip((edge - cut) / (2 * px), 0, 1)
         bgcol = np.asarray(look.background, np.float32) * (1 + 0.15 * _smooth_noise(rng, h, w, 5))[..., None]
-        img = img * (1 - bg[..., None]) + bgcol * bg[..., None]
+        _blend(img, bgcol, bg)
 
     # Bead presence (missing segments remove it), height profile and ripples.
     present = (np.abs(r) < 1).astype(np.float32)
@@ -161,12 +177,10 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
     bead_col = np.asarray(look.bead, np.float32) * rng.uniform(0.9, 1.1)
     bead = bead_col * (shade * (1 + 0.22 * ripple) * (1 - 0.45 * toe))[..., None] \
         + (110 * spec)[..., None]
-    img = img * (1 - present[..., None]) + bead * present[..., None]
+    _blend(img, bead, present)
 
     def darken(cov, strength, tint=(0, 0, 0)):
-        nonlocal img
-        cov = (cov * strength)[..., None]
-        img = img * (1 - cov) + np.asarray(tint, np.float32) * cov
+        _blend(img, np.asarray(tint, np.float32), cov * strength)
 
     def to_uv(tt, dd):
         wob = look.curvature * np.sin(2 * np.pi * tt / 0.9 + phase0)
@@ -201,7 +215,7 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
             darken(mask.astype(np.float32) / 255, 0.6 + 0.35 * sev, (15, 15, 18))
         elif name == "undercut":
             length = 0.1 + 0.4 * sev
-            sgn = rng.choice([-1.0, 1.0])
+            sgn = float(rng.choice([-1.0, 1.0]))
             along = np.clip((length / 2 - np.abs(t - tc)) / 0.02, 0, 1)
             across = np.exp(-(((r * sgn) - 1.12) / (0.10 + 0.12 * sev)) ** 2)
             darken(along * across, 0.35 + 0.5 * sev, (25, 22, 20))
@@ -230,10 +244,10 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
                         rad, 0.7 * px)
         darken(shadow, 0.5)
         drop = _disks((h, w), centres, rad, 0.7 * px)
-        img = img * (1 - drop[..., None]) + np.asarray(look.bead, np.float32) * 1.2 * drop[..., None]
+        _blend(img, np.asarray(look.bead, np.float32) * 1.2, drop)
 
     # Lighting: exposure, gradient, vignette.
-    gx, gy = rng.uniform(-0.35, 0.35, 2)
+    gx, gy = (float(x) for x in rng.uniform(-0.35, 0.35, 2))
     light = look.gain * rng.uniform(0.85, 1.15) * (1 + gx * u + gy * v) * (1 - 0.35 * (u * u + v * v))
     img *= light[..., None]
 
@@ -244,7 +258,7 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
     sigma = rng.choice([0.0, 0.5, 0.8, 1.1, 1.5]) * h / 270
     if sigma > 0.2:
         img = cv2.GaussianBlur(img, (0, 0), sigma)
-    img += rng.normal(0, 2.5, img.shape).astype(np.float32)
+    img += _gauss(rng, img.shape, 2.5)
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
