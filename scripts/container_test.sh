@@ -88,9 +88,10 @@ if [ -z "$SOLUTION" ]; then
   step "Solution-1 trained on $DATA/training_data"
   SOLUTION="$WORK/Solution-1"
   if [ ! -d "$SOLUTION" ]; then
-    cp -r "$REPO/reference-solutions/Solution-1" "$SOLUTION"
-    # Solution-1's own training command (reference-solutions/Solution-1/README.md).
-    (cd "$SOLUTION" && "$PY" train.py --data "$DATA/training_data")
+    cp -r "$REPO/reference-solutions/Solution-1" "$SOLUTION.tmp"
+    # Solution-1's own training command (see its train.py), on the public training split.
+    "$PY" "$SOLUTION.tmp/train.py" --data "$DATA/training_data" --out "$SOLUTION.tmp"
+    mv "$SOLUTION.tmp" "$SOLUTION"
   fi
 fi
 
