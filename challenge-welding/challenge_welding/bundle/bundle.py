@@ -266,7 +266,6 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     output_zip.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".bundle-", dir=output_zip.parent))
     try:
-        log(f"bundle: staging in {stage}")
         program_zip(repo / "ingestion_program", stage / "ingestion_program.zip")
         program_zip(repo / "scoring_program", stage / "scoring_program.zip")
         zip_tree(data_dir / "input_data", stage / "input_data.zip")
