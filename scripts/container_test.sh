@@ -80,7 +80,7 @@ mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 if [ -z "$DATA" ]; then
   step "demo data (synth + build-sets) in $WORK"
-  [ -d "$WORK/synth" ] || "$CW" synth --out "$WORK/synth" --n 400 --seed 0
+  [ -d "$WORK/synth" ] || "$CW" synth --out "$WORK/synth" --n 600 --seed 0
   [ -d "$WORK/DATA/reference_data" ] || "$CW" build-sets --source "$WORK/synth" --out "$WORK/DATA" --seed 0
   DATA="$WORK/DATA"
 fi
