@@ -1,13 +1,19 @@
 """Run the end-to-end demo: synth, build-sets, train, evaluate, leaderboard."""
 
-from challenge_welding.errors import ChallengeError
-
-HELP = "Run the end-to-end demo: synth, build-sets, train, evaluate, leaderboard."
+HELP = "Run the end-to-end demo: synth, build-sets, train Solution-1, evaluate, leaderboard."
 
 
 def add_arguments(parser):
-    parser.add_argument("rest", nargs="*", help="[--workdir DIR] [--quick]")
+    parser.add_argument("--workdir", default="demo-work", metavar="DIR",
+                        help="where everything is built (default ./demo-work); re-runs reuse it")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smaller dataset (under 3 minutes) instead of the default (under 10)")
+    parser.add_argument("--n", type=int, default=None, help="source images (overrides the size)")
+    parser.add_argument("--seed", type=int, default=0)
 
 
 def run(args):
-    raise ChallengeError("not implemented yet")
+    from challenge_welding.demo import run_demo
+
+    run_demo(args.workdir, quick=args.quick, seed=args.seed, n=args.n)
+    return 0

@@ -1,0 +1,145 @@
+"""The end-to-end demo: synthetic data -> evaluation sets -> Solution-1 -> leaderboard.
+
+Every step writes into WORKDIR and leaves a marker (WORKDIR/.steps/<step>.json
+holding the step's parameters) once its output is complete; a re-run skips the
+steps whose marker matches, and redoes a step (and every later one) whose
+parameters changed, e.g. after switching between --quick and the default size.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from challenge_welding.errors import ChallengeError
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTIONS = REPO / "reference-solutions"
+NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
+STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
+SIZES = {"default": {"n": 2000}, "quick": {"n": 700}}
+
+
+def _say(msg: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Steps:
+    """Markers of completed steps; a changed parameter invalidates that step and the later ones."""
+
+    def __init__(self, workdir: Path):
+        self.dir = workdir / ".steps"
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def done(self, step: str, params: dict) -> bool:
+        path = self.dir / f"{step}.json"
+        if path.exists() and json.loads(path.read_text()) == params:
+            return True
+        for later in STEPS[STEPS.index(step):]:
+            (self.dir / f"{later}.json").unlink(missing_ok=True)
+        return False
+
+    def mark(self, step: str, params: dict) -> None:
+        (self.dir / f"{step}.json").write_text(json.dumps(params, sort_keys=True))
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def train_solution(training_data: Path, target: Path) -> None:
+    """Train Solution-1 into ``target`` (a copy of the submission folder) with its own command."""
+    cmd = [sys.executable, str(SOLUTIONS / "Solution-1" / "train.py"), "--data", str(training_data),
+           "--out", str(target)]
+    if subprocess.run(cmd).returncode != 0:
+        raise ChallengeError(f"training Solution-1 failed: {' '.join(cmd)}")
+
+
+def no_trust_copy(trained: Path, target: Path) -> None:
+    """Solution-1-no-trust: the same trained model with its trust mechanisms switched off."""
+    _fresh(target)
+    shutil.copytree(trained, target, ignore=shutil.ignore_patterns("__pycache__"))
+    (target / "challenge_solution" / "settings.json").write_text(json.dumps({"trust": False}) + "\n")
+
+
+def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
+    """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
+    from challenge_welding.data.build_sets import build_sets
+    from challenge_welding.data.synth import generate_dataset
+    from challenge_welding.evaluate import evaluate
+    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
+
+    workdir = Path(workdir).resolve()
+    steps = Steps(workdir)
+    size = dict(SIZES["quick" if quick else "default"])
+    if n is not None:
+        size["n"] = int(n)
+    params = {"seed": seed, **size}
+    source, data = workdir / "source", workdir / "data"
+    solutions, results = workdir / "solutions", workdir / "results"
+    t0 = time.perf_counter()
+
+    _say(f"1/5 synthetic source dataset ({size['n']} images) -> {source}")
+    if steps.done("synth", params):
+        _say("    reused")
+    else:
+        generate_dataset(_fresh(source), n=size["n"], seed=seed)
+        steps.mark("synth", params)
+
+    _say(f"2/5 evaluation sets -> {data}")
+    if steps.done("build-sets", params):
+        _say("    reused")
+    else:
+        build_sets(source, _fresh(data), seed=seed)
+        steps.mark("build-sets", params)
+
+    _say(f"3/5 training Solution-1 on {data / 'training_data'} -> {solutions}")
+    if steps.done("train", params):
+        _say("    reused")
+    else:
+        _fresh(solutions).mkdir(parents=True)
+        train_solution(data / "training_data", solutions / "Solution-1")
+        no_trust_copy(solutions / "Solution-1", solutions / "Solution-1-no-trust")
+        steps.mark("train", params)
+
+    entries = [("Solution-1", solutions / "Solution-1"),
+               ("Solution-1-no-trust", solutions / "Solution-1-no-trust")]
+    entries += [(name, SOLUTIONS / name) for name in NAIVE]
+    _say(f"4/5 evaluating {len(entries)} reference solutions -> {results}")
+    failures = []
+    for i, (name, folder) in enumerate(entries, 1):
+        step_params = {**params, "solution": name}
+        marker = f"evaluate-{name}"
+        path = steps.dir / f"{marker}.json"
+        if path.exists() and json.loads(path.read_text()) == step_params and \
+                (results / name / "scores.json").exists() and steps.done("evaluate", params):
+            _say(f"    [{i}/{len(entries)}] {name}: reused")
+            continue
+        _say(f"    [{i}/{len(entries)}] {name}")
+        try:
+            scores = evaluate(folder, data, _fresh(results / name), progress=True, verbose=False)
+        except ChallengeError as exc:
+            failures.append(f"{name}: {exc}")
+            _say(f"    {name} FAILED: {exc}")
+            continue
+        path.write_text(json.dumps(step_params, sort_keys=True))
+        _say(f"    {name}: score {scores['score']:.2f}")
+    if failures:
+        raise ChallengeError("demo: evaluation failed for " + "; ".join(failures))
+    steps.mark("evaluate", params)
+
+    _say("5/5 leaderboard (with the nine virtual solutions as reference rows)")
+    board = workdir / "leaderboard"
+    frame = leaderboard([results / name for name, _ in entries], board, virtual_data=data,
+                        virtual_dir=_fresh(workdir / "virtual"), title="Demo leaderboard")
+    steps.mark("leaderboard", params)
+    print(text_table(frame))
+    html_path, csv_path = output_paths(board)
+    _say(f"done in {time.perf_counter() - t0:.0f} s; leaderboard: {html_path} (and {csv_path.name}); "
+         f"detailed pages: {results}/<solution>/detailed_results.html")
+    return frame

@@ -1,0 +1,1 @@
+"""Solution-1 of the welding challenge (see AIComponent.py)."""

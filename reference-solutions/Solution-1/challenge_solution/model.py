@@ -1,0 +1,82 @@
+"""Solution-1's decision layer: numpy only, parameters from one npz file.
+
+- classifier: logistic regression on standardised features (trained with
+  scikit-learn by train.py; stored as plain arrays, no pickle);
+- calibration: temperature T on the logit, fitted on a validation split;
+- OOD score: Mahalanobis distance in a PCA space of the features with a
+  robust (MCD) covariance, divided by the 99th percentile on in-domain data
+  (in-ODD perturbations included), so that 1 is the in/out boundary;
+- decisions, cost-aware: UNKNOWN when OOD; KO when p_KO >= t_ko; OK when
+  p_KO <= t_ok; UNKNOWN in between. The probabilities hedge: part of the mass
+  of a weak OK moves to UNKNOWN in proportion to its risk p_KO / t_ok, since a
+  missed KO costs 3000 and an UNKNOWN on a good weld only 20.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+PARAMS = ("mean", "scale", "coef", "intercept", "temperature", "pca_mean", "pca_components",
+          "mcd_location", "mcd_precision", "ood_scale", "t_ko", "t_ok", "hedge", "unknown_mass")
+
+
+class Model:
+    def __init__(self, params: dict, trust: bool = True):
+        missing = [k for k in PARAMS if k not in params]
+        if missing:
+            raise ValueError(f"model file lacks {missing}")
+        self.p = {k: np.asarray(params[k], dtype=np.float64) for k in PARAMS}
+        self.trust = trust
+
+    @classmethod
+    def load(cls, folder: Path) -> "Model":
+        with np.load(folder / "model.npz") as z:
+            params = {k: z[k] for k in z.files}
+        settings = json.loads((folder / "settings.json").read_text())
+        return cls(params, trust=bool(settings.get("trust", True)))
+
+    def save(self, folder: Path) -> None:
+        np.savez(folder / "model.npz", **self.p)
+        (folder / "settings.json").write_text(json.dumps({"trust": self.trust}) + "\n")
+
+    def logit(self, feats: np.ndarray) -> np.ndarray:
+        z = (feats - self.p["mean"]) / self.p["scale"]
+        return z @ self.p["coef"] + self.p["intercept"]
+
+    def p_ko(self, feats: np.ndarray) -> np.ndarray:
+        t = self.p["temperature"] if self.trust else 1.0
+        return 1.0 / (1.0 + np.exp(-np.clip(self.logit(feats) / t, -50, 50)))
+
+    def ood_score(self, feats: np.ndarray) -> np.ndarray:
+        z = (feats - self.p["mean"]) / self.p["scale"]
+        y = (z - self.p["pca_mean"]) @ self.p["pca_components"].T - self.p["mcd_location"]
+        d = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, self.p["mcd_precision"], y), 0.0))
+        return d / self.p["ood_scale"]
+
+    def decide(self, feats: np.ndarray, **override):
+        """(states, probabilities n x 3, OOD scores) for a feature matrix."""
+        q = self.p_ko(feats)
+        n = len(q)
+        if not self.trust:  # plain classifier: argmax, one-hot, no OOD signal
+            ko = q >= 0.5
+            probs = np.zeros((n, 3))
+            probs[ko, 0] = 1.0
+            probs[~ko, 1] = 1.0
+            return np.where(ko, "KO", "OK").astype(object), probs, np.zeros(n)
+        t_ko = override.get("t_ko", float(self.p["t_ko"]))
+        t_ok = override.get("t_ok", float(self.p["t_ok"]))
+        hedge = override.get("hedge", float(self.p["hedge"]))
+        unk = override.get("unknown_mass", float(self.p["unknown_mass"]))
+        ood = self.ood_score(feats)
+        states = np.full(n, "UNKNOWN", dtype=object)
+        states[q >= t_ko] = "KO"
+        states[q <= t_ok] = "OK"
+        states[ood >= 1.0] = "UNKNOWN"
+        # UNKNOWN mass: hedge * risk for OK answers, unknown_mass for UNKNOWN answers, 0 for KO.
+        u = np.where(states == "OK", hedge * np.clip(q / t_ok, 0.0, 1.0), 0.0)
+        u = np.where(states == "UNKNOWN", unk, u)
+        probs = np.stack([(1 - u) * q, (1 - u) * (1 - q), u], axis=1)
+        return states, probs, ood

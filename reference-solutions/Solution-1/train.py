@@ -1,0 +1,209 @@
+"""Train Solution-1 from a training set in the challenge's source format.
+
+    python reference-solutions/Solution-1/train.py --data DATA/training_data --out FOLDER [--no-trust]
+
+FOLDER is a copy of this submission folder (or this folder itself); the model is
+written to FOLDER/challenge_solution/model.npz and settings.json. Runs in the
+organiser's environment (scikit-learn, pandas); the component itself only needs
+numpy and cv2 at inference.
+
+Steps: features of every training image plus in-ODD perturbed copies (rotation
++-30 deg, translation <= 20 px, blur, darker/brighter), the augmentation the
+robustness set calls for; a stratified validation split; a class-balanced
+logistic regression; temperature scaling on the validation logits; a robust
+Mahalanobis OOD score whose unit is the 99th percentile of in-domain data; and
+decision thresholds chosen on the validation split by the challenge's cost
+matrix (read from the scoring config, never typed here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+HERE = Path(__file__).parent.resolve()
+sys.path.insert(0, str(HERE))
+from challenge_solution.features import image_features  # noqa: E402
+from challenge_solution.model import Model  # noqa: E402
+
+N_AUG = 2          # perturbed copies per training image
+PCA_DIMS = 12      # OOD space
+OOD_QUANTILE = 99.0
+
+
+def perturb(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One random in-ODD perturbation (the robustness set's four kinds)."""
+    h, w = img.shape[:2]
+    kind = rng.integers(4)
+    if kind == 0:
+        m = cv2.getRotationMatrix2D((w / 2, h / 2), rng.uniform(-30, 30), 1.0)
+        return cv2.warpAffine(img, m, (w, h), borderMode=cv2.BORDER_REFLECT)
+    if kind == 1:
+        x = rng.uniform(0, 20)
+        m = np.float32([[1, 0, x], [0, 1, x]])
+        return cv2.warpAffine(img, m, (w, h), borderMode=cv2.BORDER_REFLECT)
+    if kind == 2:
+        return cv2.GaussianBlur(img, (0, 0), rng.uniform(0.5, 3.0) * h / 270)
+    return np.clip(img.astype(np.float32) * rng.uniform(0.45, 1.6), 0, 255).astype(np.uint8)
+
+
+def _features_of(args):
+    path, seed, n_aug = args
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise SystemExit(f"error: cannot read image {path}")
+    img = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    rng = np.random.default_rng(seed)
+    return [image_features(img)] + [image_features(perturb(img, rng)) for _ in range(n_aug)]
+
+
+def load_training(data: Path, workers: int):
+    import pandas as pd
+
+    meta_path = data / "metadata" / "ds_meta.parquet"
+    if not meta_path.exists():
+        raise SystemExit(f"error: {meta_path} not found (expected the source-dataset format)")
+    meta = pd.read_parquet(meta_path)
+    if "OOD_class" in meta.columns:  # real OOD rows are not weld classes
+        meta = meta[meta["OOD_class"].fillna(0).astype(int) == 0]
+    meta = meta.reset_index(drop=True)
+    jobs = [(data / p, i, N_AUG) for i, p in enumerate(meta["path"])]
+    with ProcessPoolExecutor(workers) as pool:
+        feats = list(pool.map(_features_of, jobs, chunksize=16))
+    y = (meta["class"].to_numpy() == "KO").astype(int)
+    return meta, np.asarray(feats), y  # feats: (n, 1 + N_AUG, d)
+
+
+def load_cost():
+    """Cost matrix and seam weights from the challenge's scoring config."""
+    import yaml
+    from importlib.resources import files
+
+    cfg = yaml.safe_load(files("challenge_welding.scoring").joinpath("default_scoring.yaml").read_text())
+    c = cfg["cost"]
+    cost = np.array([[c["KO"]["KO"], c["KO"]["OK"], c["KO"]["UNKNOWN"]],
+                     [c["OK"]["KO"], c["OK"]["OK"], c["OK"]["UNKNOWN"]]])
+    return cost, cfg["seam_weights"], cfg["default_seam_weight"]
+
+
+def proxy_objective(y, seams, states, probs, cost, weights, default_w):
+    """0.30 * I_perf + 0.15 * UOP on the validation split (time and ECE left out).
+
+    The same formulas as shared/SPEC.md: seam-weighted mean costs, OP against
+    the human-only process (UNKNOWN everywhere), F1 of KO, UOP.
+    """
+    col = {"KO": 0, "OK": 1, "UNKNOWN": 2}
+    row = 1 - y  # 0 = true KO, 1 = true OK
+    idx = np.array([col[s] for s in states])
+    w = np.array([weights.get(s, default_w) for s in seams])
+
+    def mean_cost(per_sample):
+        tot, wsum = 0.0, 0.0
+        for s in np.unique(seams):
+            m = seams == s
+            tot += w[m][0] * per_sample[m].mean()
+            wsum += w[m][0]
+        return tot / wsum
+
+    c_hard = mean_cost(cost[row, idx])
+    c_soft = mean_cost((probs * cost[row]).sum(axis=1))
+    c_ideal = mean_cost(cost[row, np.where(y == 1, 0, 1)])
+    c_human = mean_cost(cost[row, 2])
+    op = (c_hard - c_ideal) / (c_human - c_ideal)
+    tp = np.sum((idx == 0) & (y == 1))
+    f1 = 2 * tp / max(np.sum(idx == 0) + np.sum(y == 1), 1)
+    gap = c_hard - c_ideal
+    uop = (c_hard - c_soft) / gap if gap > 1e-9 * (c_human - c_ideal) else 1 - (c_soft - c_ideal) / (c_human - c_ideal)
+    return 0.30 * (0.4 * np.exp(-op) + 0.6 * f1) + 0.15 * np.clip(uop, 0, 1), op, f1, uop
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, type=Path, help="training_data folder (source format)")
+    ap.add_argument("--out", required=True, type=Path, help="submission folder to write the model into")
+    ap.add_argument("--no-trust", action="store_true", help="plain classifier: no calibration, OOD or UNKNOWN")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    from scipy.optimize import minimize_scalar
+    from sklearn.covariance import MinCovDet
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    t0 = time.perf_counter()
+    out = args.out.resolve()
+    if out != HERE:  # the target becomes a complete submission folder
+        shutil.copytree(HERE, out, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "model.npz", "settings.json"))
+    meta, feats, y = load_training(args.data, args.workers)
+    seams = meta["welding-seams"].to_numpy().astype(str)
+    print(f"features: {feats.shape[0]} images x {feats.shape[1]} views x {feats.shape[2]} "
+          f"in {time.perf_counter() - t0:.1f} s; KO {y.sum()}", flush=True)
+
+    idx_tr, idx_va = train_test_split(np.arange(len(y)), test_size=0.25, stratify=y,
+                                      random_state=args.seed)
+    x_tr = feats[idx_tr].reshape(-1, feats.shape[2])
+    y_tr = np.repeat(y[idx_tr], feats.shape[1])
+    mean, scale = x_tr.mean(axis=0), x_tr.std(axis=0) + 1e-9
+    clf = LogisticRegression(C=0.3, class_weight="balanced", max_iter=5000)
+    clf.fit((x_tr - mean) / scale, y_tr)
+
+    # Temperature on the clean validation views.
+    x_va, y_va = feats[idx_va, 0], y[idx_va]
+    logit_va = ((x_va - mean) / scale) @ clf.coef_[0] + clf.intercept_[0]
+
+    def nll(t):
+        p = 1 / (1 + np.exp(-np.clip(logit_va / t, -50, 50)))
+        return -np.mean(y_va * np.log(p + 1e-12) + (1 - y_va) * np.log(1 - p + 1e-12))
+
+    temperature = minimize_scalar(nll, bounds=(0.05, 20.0), method="bounded").x
+
+    # OOD: robust Mahalanobis in PCA space of all in-domain views (perturbed copies included).
+    z_all = (feats.reshape(-1, feats.shape[2]) - mean) / scale
+    pca = PCA(PCA_DIMS, random_state=args.seed).fit(z_all)
+    proj = pca.transform(z_all)
+    mcd = MinCovDet(random_state=args.seed, support_fraction=0.9).fit(proj)
+    d = np.sqrt(mcd.mahalanobis(proj))
+    ood_scale = np.percentile(d, OOD_QUANTILE)
+
+    params = {
+        "mean": mean, "scale": scale, "coef": clf.coef_[0], "intercept": clf.intercept_[0],
+        "temperature": temperature, "pca_mean": pca.mean_, "pca_components": pca.components_,
+        "mcd_location": mcd.location_, "mcd_precision": mcd.precision_, "ood_scale": ood_scale,
+        "t_ko": 0.5, "t_ok": 0.01, "hedge": 0.0, "unknown_mass": 0.8,
+    }
+    model = Model(params, trust=not args.no_trust)
+
+    # Decision thresholds and hedge chosen on the validation split by the cost matrix.
+    cost, weights, default_w = load_cost()
+    best = None
+    for t_ko in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+        for t_ok in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
+            for hedge in (0.0, 0.1, 0.2, 0.4):
+                states, probs, _ = model.decide(x_va, t_ko=t_ko, t_ok=t_ok, hedge=hedge)
+                obj = proxy_objective(y_va, seams[idx_va], states, probs, cost, weights, default_w)
+                if best is None or obj[0] > best[0][0] + 1e-12:
+                    best = (obj, dict(t_ko=t_ko, t_ok=t_ok, hedge=hedge))
+    for k, v in best[1].items():
+        model.p[k] = np.float64(v)
+    acc = np.mean((logit_va > 0) == (y_va == 1))
+    print(f"validation: accuracy {acc:.3f}, temperature {temperature:.2f}, "
+          f"thresholds {best[1]}, proxy {best[0][0]:.3f} (OP {best[0][1]:.2f}, "
+          f"F1 {best[0][2]:.2f}, UOP {best[0][3]:.2f})")
+    target = out / "challenge_solution"
+    model.save(target)
+    print(f"model written to {target / 'model.npz'} ({'trust' if model.trust else 'no-trust'}) "
+          f"in {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
