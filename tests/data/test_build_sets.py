@@ -120,7 +120,7 @@ def _rows(built, name, perturbation, level):
 
 
 @pytest.mark.parametrize("perturbation,level", [("rotation", -30.0), ("translation", 20.0),
-                                                ("luminance", -3.0), ("blur", 28.0)])
+                                                ("luminance", -3.0), ("blur", 45.0)])
 def test_robustness_images_are_the_clean_ones_perturbed(built, perturbation, level):
     clean = [image(built, "robustness", p).astype(np.float32)
              for p in _rows(built, "robustness", "none", 0.0)["path"]]

@@ -16,9 +16,10 @@ import numpy as np
 ROBUSTNESS = ("blur", "luminance", "rotation", "translation")
 OOD_SYNTHETIC_KINDS = ("extreme_blur", "dark", "bright", "colour", "noise_dead_pixels")
 
-# Reflected borders: a rotated or shifted photo must not gain black corners, which
-# would be an out-of-ODD artefact of our own making.
-_BORDER = cv2.BORDER_REFLECT_101
+# Replicated borders: a rotated or shifted photo must not gain black corners (an
+# out-of-ODD artefact of our own making), and reflection would mirror the bead into a
+# second, V-shaped weld at 30 degrees (seen on docs/contact_sheet.png).
+_BORDER = cv2.BORDER_REPLICATE
 
 
 def blur(img, level):

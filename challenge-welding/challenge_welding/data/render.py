@@ -73,7 +73,7 @@ def _smooth_noise(rng, h, w, cells):
     """Low-frequency noise in [-1, 1]-ish: a small random grid upsampled bicubically."""
     cy = max(2, int(cells))
     cx = max(2, int(cells * w / h))
-    small = rng.standard_normal((cy, cx)).astype(np.float32)
+    small = rng.standard_normal((cy, cx), dtype=np.float32)
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
 
 
@@ -255,7 +255,7 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
         img = _real_ood(rng, img, ood_kind, u, v, h, w)
 
     # Camera: slight defocus (varies, so blur_level spans the 950 threshold) and sensor noise.
-    sigma = rng.choice([0.0, 0.5, 0.8, 1.1, 1.5]) * h / 270
+    sigma = float(rng.choice([0.0, 0.5, 0.8, 1.1, 1.5])) * h / 270
     if sigma > 0.2:
         img = cv2.GaussianBlur(img, (0, 0), sigma)
     img += _gauss(rng, img.shape, 2.5)
