@@ -22,6 +22,16 @@ SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
 SIZES = {"default": {"n": 2000}, "quick": {"n": 700}}
+KO_SHARE = 0.08  # a few more KO than the synth default, so that Solution-1 has some to learn from
+# Smaller evaluation sets than the builder's defaults keep the demo within its time budget
+# (every solution runs over every set); build-sets' own defaults are for real evaluations.
+DEMO_BUILD_CONFIG = """\
+robustness: {size: 60, min_ko_per_level: 8}
+ood_synthetic: {size_per_class: 80}
+ood_real: {max_ood: 80}
+drift: {size: 200}
+generalization: {max_size: 300}
+"""
 
 
 def _say(msg: str) -> None:
@@ -88,14 +98,16 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     if steps.done("synth", params):
         _say("    reused")
     else:
-        generate_dataset(_fresh(source), n=size["n"], seed=seed)
+        generate_dataset(_fresh(source), n=size["n"], seed=seed, ko_share=KO_SHARE)
         steps.mark("synth", params)
 
     _say(f"2/5 evaluation sets -> {data}")
     if steps.done("build-sets", params):
         _say("    reused")
     else:
-        build_sets(source, _fresh(data), seed=seed)
+        config = workdir / "demo_build_config.yaml"
+        config.write_text(DEMO_BUILD_CONFIG)
+        build_sets(source, _fresh(data), seed=seed, config=config)
         steps.mark("build-sets", params)
 
     _say(f"3/5 training Solution-1 on {data / 'training_data'} -> {solutions}")

@@ -94,10 +94,11 @@ def load_cost():
 
 
 def proxy_objective(y, seams, states, probs, cost, weights, default_w):
-    """0.30 * I_perf + 0.15 * UOP on the validation split (time and ECE left out).
+    """0.30 * I_perf + 0.15 * I_U on the validation split (time left out).
 
-    The same formulas as shared/SPEC.md: seam-weighted mean costs, OP against
-    the human-only process (UNKNOWN everywhere), F1 of KO, UOP.
+    The formulas of shared/SPEC.md: seam-weighted mean costs, OP against the
+    human-only process (UNKNOWN everywhere), F1 of KO, UOP, and the class-wise
+    ECE approximated by its per-sample form (mean 1 - r on KO, mean r on OK).
     """
     col = {"KO": 0, "OK": 1, "UNKNOWN": 2}
     row = 1 - y  # 0 = true KO, 1 = true OK
@@ -121,7 +122,11 @@ def proxy_objective(y, seams, states, probs, cost, weights, default_w):
     f1 = 2 * tp / max(np.sum(idx == 0) + np.sum(y == 1), 1)
     gap = c_hard - c_ideal
     uop = (c_hard - c_soft) / gap if gap > 1e-9 * (c_human - c_ideal) else 1 - (c_soft - c_ideal) / (c_human - c_ideal)
-    return 0.30 * (0.4 * np.exp(-op) + 0.6 * f1) + 0.15 * np.clip(uop, 0, 1), op, f1, uop
+    ko_sum = probs[:, 0] + probs[:, 1]
+    r = np.where(ko_sum > 0, probs[:, 0] / np.maximum(ko_sum, 1e-12), 1.0)
+    ece = 0.8 * np.mean(1 - r[y == 1]) + 0.2 * np.mean(r[y == 0])
+    i_u = np.clip(uop, 0, 1) * np.clip(1 - 2 * ece, 0, 1)
+    return 0.30 * (0.4 * np.exp(-op) + 0.6 * f1) + 0.15 * i_u, op, f1, uop
 
 
 def main(argv=None):
@@ -179,20 +184,24 @@ def main(argv=None):
         "mean": mean, "scale": scale, "coef": clf.coef_[0], "intercept": clf.intercept_[0],
         "temperature": temperature, "pca_mean": pca.mean_, "pca_components": pca.components_,
         "mcd_location": mcd.location_, "mcd_precision": mcd.precision_, "ood_scale": ood_scale,
-        "t_ko": 0.5, "t_ok": 0.01, "hedge": 0.0, "unknown_mass": 0.8,
+        "t_ko": 0.5, "t_ok": 0.01, "t_r": 0.05, "u_ok": 0.0, "u_ko": 0.0, "u_unk": 1.0,
     }
     model = Model(params, trust=not args.no_trust)
 
     # Decision thresholds and hedge chosen on the validation split by the cost matrix.
     cost, weights, default_w = load_cost()
+    import itertools
+
+    grid = {"t_ko": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "t_ok": (0.002, 0.005, 0.01, 0.02, 0.05),
+            "t_r": (0.01, 0.03, 0.1, 0.3), "u_ok": (0.0, 0.2, 0.5), "u_ko": (0.0, 0.3, 0.6),
+            "u_unk": (0.8, 1.0)}
     best = None
-    for t_ko in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        for t_ok in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
-            for hedge in (0.0, 0.1, 0.2, 0.4):
-                states, probs, _ = model.decide(x_va, t_ko=t_ko, t_ok=t_ok, hedge=hedge)
-                obj = proxy_objective(y_va, seams[idx_va], states, probs, cost, weights, default_w)
-                if best is None or obj[0] > best[0][0] + 1e-12:
-                    best = (obj, dict(t_ko=t_ko, t_ok=t_ok, hedge=hedge))
+    for values in itertools.product(*grid.values()):
+        choice = dict(zip(grid, values))
+        states, probs, _ = model.decide(x_va, **choice)
+        obj = proxy_objective(y_va, seams[idx_va], states, probs, cost, weights, default_w)
+        if best is None or obj[0] > best[0][0] + 1e-12:
+            best = (obj, choice)
     for k, v in best[1].items():
         model.p[k] = np.float64(v)
     acc = np.mean((logit_va > 0) == (y_va == 1))

@@ -20,10 +20,19 @@ import numpy as np
 
 THUMB = (320, 180)
 GRID = (8, 4)
-KERNELS = (5, 9, 17)
+KERNELS = (5, 9, 15)
 TOP_CELLS = 6
-_QUANTILES = (50.0, 90.0, 99.0, 99.9)
-_KERNEL_CACHE = {k: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)) for k in KERNELS}
+_QUANTILES = (0.5, 0.9, 0.99, 0.999)
+_LEVELS = (0.15, 0.3, 0.5)
+# Square kernels: cv2 erodes/dilates them separably, several times faster than ellipses.
+_KERNEL_CACHE = {k: cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)) for k in KERNELS}
+
+
+def _quantiles(a: np.ndarray, qs) -> np.ndarray:
+    """Quantiles by one partial sort (np.percentile sorts fully: 5x slower here)."""
+    flat = a.ravel()
+    idx = [min(int(q * flat.size), flat.size - 1) for q in qs]
+    return np.partition(flat, idx)[idx]
 
 
 def _cell_maxima(resp: np.ndarray) -> np.ndarray:
@@ -56,7 +65,7 @@ def image_features(image: np.ndarray) -> np.ndarray:
     f = []
 
     # Photometry.
-    pct = np.percentile(grey, (1, 5, 25, 50, 75, 95, 99)) / 255.0
+    pct = _quantiles(grey, (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) / 255.0
     f += list(pct)
     f += [grey.std() / 255.0, np.mean(grey < 8), np.mean(grey > 247)]
     sat = hsv[..., 1].astype(np.float32) / 255.0
@@ -84,7 +93,8 @@ def image_features(image: np.ndarray) -> np.ndarray:
         kern = _KERNEL_CACHE[k]
         for op in (cv2.MORPH_BLACKHAT, cv2.MORPH_TOPHAT):
             resp = cv2.morphologyEx(smooth, op, kern)
-            f += list(np.percentile(resp, _QUANTILES))
+            f += list(_quantiles(resp[::2, ::2], _QUANTILES))
+            f += [np.log(np.mean(resp > lv) + 1e-4) for lv in _LEVELS]
             f += list(_cell_maxima(resp))
     return np.asarray(f, dtype=np.float64)
 

@@ -6,10 +6,14 @@
 - OOD score: Mahalanobis distance in a PCA space of the features with a
   robust (MCD) covariance, divided by the 99th percentile on in-domain data
   (in-ODD perturbations included), so that 1 is the in/out boundary;
-- decisions, cost-aware: UNKNOWN when OOD; KO when p_KO >= t_ko; OK when
-  p_KO <= t_ok; UNKNOWN in between. The probabilities hedge: part of the mass
-  of a weak OK moves to UNKNOWN in proportion to its risk p_KO / t_ok, since a
-  missed KO costs 3000 and an UNKNOWN on a good weld only 20.
+- hard decisions: UNKNOWN when OOD; KO when p_KO >= t_ko (chosen for the KO
+  F1 and the cost); OK when p_KO <= t_ok (a missed KO costs 3000, an UNKNOWN on
+  a good weld 20, so OK only when the risk is tiny); UNKNOWN in between;
+- probabilities, cost-aware: the KO/OK ratio is sharp (KO whenever p_KO >= t_r,
+  a low threshold: a true KO called OK is what hurts), and each answer keeps
+  some UNKNOWN mass (u_ok scaled by the risk p_KO / t_ok for OK answers, u_ko
+  for KO answers, u_unk for UNKNOWN answers), so that the expected cost of the
+  soft output is below that of the hard one where the hard one is risky.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 PARAMS = ("mean", "scale", "coef", "intercept", "temperature", "pca_mean", "pca_components",
-          "mcd_location", "mcd_precision", "ood_scale", "t_ko", "t_ok", "hedge", "unknown_mass")
+          "mcd_location", "mcd_precision", "ood_scale", "t_ko", "t_ok", "t_r", "u_ok", "u_ko", "u_unk")
+DECISION = ("t_ko", "t_ok", "t_r", "u_ok", "u_ko", "u_unk")
 
 
 class Model:
@@ -66,17 +71,14 @@ class Model:
             probs[ko, 0] = 1.0
             probs[~ko, 1] = 1.0
             return np.where(ko, "KO", "OK").astype(object), probs, np.zeros(n)
-        t_ko = override.get("t_ko", float(self.p["t_ko"]))
-        t_ok = override.get("t_ok", float(self.p["t_ok"]))
-        hedge = override.get("hedge", float(self.p["hedge"]))
-        unk = override.get("unknown_mass", float(self.p["unknown_mass"]))
+        d = {k: float(override.get(k, self.p[k])) for k in DECISION}
         ood = self.ood_score(feats)
         states = np.full(n, "UNKNOWN", dtype=object)
-        states[q >= t_ko] = "KO"
-        states[q <= t_ok] = "OK"
+        states[q >= d["t_ko"]] = "KO"
+        states[q <= d["t_ok"]] = "OK"
         states[ood >= 1.0] = "UNKNOWN"
-        # UNKNOWN mass: hedge * risk for OK answers, unknown_mass for UNKNOWN answers, 0 for KO.
-        u = np.where(states == "OK", hedge * np.clip(q / t_ok, 0.0, 1.0), 0.0)
-        u = np.where(states == "UNKNOWN", unk, u)
-        probs = np.stack([(1 - u) * q, (1 - u) * (1 - q), u], axis=1)
+        r = (q >= d["t_r"]).astype(float)
+        u = np.select([states == "OK", states == "KO"],
+                      [d["u_ok"] * np.clip(q / d["t_ok"], 0.0, 1.0), np.full(n, d["u_ko"])], d["u_unk"])
+        probs = np.stack([(1 - u) * r, (1 - u) * (1 - r), u], axis=1)
         return states, probs, ood
