@@ -39,7 +39,8 @@ def test_model_file_missing_from_manifest(tmp_path, env_cache):
     # the fix works
     (sub / "MANIFEST.in").write_text("include challenge_solution/model.bin\n")
     findings = check_submission(sub, cache_dir=env_cache, log=lambda s: None)
-    assert [f for f in findings if f.level != "ok"] == []
+    # the time-budget warning depends on the machine's load, not on the submission's layout
+    assert [f for f in findings if f.level != "ok" and "budget" not in f.message] == []
 
 
 def test_requirement_findings(tmp_path):

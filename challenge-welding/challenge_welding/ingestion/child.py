@@ -10,7 +10,7 @@ Protocol (``multiprocessing.connection`` over a local socket, pickled plain
 Python objects only, so that the two sides' numpy versions never meet):
 
   child -> parent  {"op": "ready", versions..., "accepts_device": bool, "load_s": float}
-  parent -> child  {"op": "batch", "id": int, "shm": name, "images": [(offset, h, w)], "meta": [dict],
+  parent -> child  {"op": "batch", "id": int, "shm": path, "images": [(offset, h, w)], "meta": [dict],
                     "device": str|None, "timed": bool}
   child -> parent  {"op": "result", "id": int, "seconds": float, "output": plain,
                     "ignored": [keys of the output dict not in OUTPUT_KEYS]}
@@ -18,7 +18,7 @@ Python objects only, so that the two sides' numpy versions never meet):
                     "traceback": str}
   parent -> child  {"op": "stop"}
 
-Images arrive in shared memory written by the parent (RGB uint8 HxWx3); the
+Images arrive in a mapped file (/dev/shm or the temporary folder) written by the parent (RGB uint8 HxWx3); the
 child wraps them in numpy views, no copy.
 """
 
@@ -64,27 +64,22 @@ def to_plain(value, depth=0):
     return {"__unsupported__": f"{type(value).__name__}: {repr(value)[:200]}"}
 
 
-def _open_shm(name, cache):
-    """Attach to the parent's shared memory block without letting this process unlink it."""
-    if name in cache:
-        return cache[name]
-    from multiprocessing import shared_memory
+def _open_shm(path, cache):
+    """Map the parent's image buffer (a file in /dev/shm or the temporary folder)."""
+    if path in cache:
+        return cache[path]
+    import mmap
 
-    try:
-        shm = shared_memory.SharedMemory(name=name, track=False)  # Python >= 3.13
-    except TypeError:
-        shm = shared_memory.SharedMemory(name=name)
-        try:  # Python < 3.13 registers attached blocks too and would unlink them at exit
-            from multiprocessing import resource_tracker
-
-            resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001
-        except Exception:  # noqa: BLE001
-            pass
+    with open(path, "r+b") as f:
+        mm = mmap.mmap(f.fileno(), 0)
     for old in list(cache):  # the parent replaced a slot with a bigger one: drop old handles
-        if old.rsplit("-", 1)[0] == name.rsplit("-", 1)[0]:
-            cache.pop(old).close()
-    cache[name] = shm
-    return shm
+        if old.rsplit("-", 1)[0] == path.rsplit("-", 1)[0]:
+            try:
+                cache.pop(old).close()
+            except BufferError:
+                pass
+    cache[path] = mm
+    return mm
 
 
 def _error(conn, stage, exc):
@@ -142,7 +137,7 @@ def main():
         if msg["op"] == OP_STOP:
             break
         shm = _open_shm(msg["shm"], cache)
-        images = [np.ndarray((h, w, 3), dtype=np.uint8, buffer=shm.buf, offset=off)
+        images = [np.ndarray((h, w, 3), dtype=np.uint8, buffer=shm, offset=off)
                   for off, h, w in msg["images"]]
         kwargs = {"device": msg["device"]} if accepts_device and msg.get("device") else {}
         try:

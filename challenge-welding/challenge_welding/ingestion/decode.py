@@ -71,7 +71,10 @@ def assemble(index: int, images, pool: SlotPool, slot_timeout: float | None = No
     items, nbytes = layout([im.shape[:2] for im in bgr])
     slot = pool.acquire(timeout=slot_timeout)
     try:
-        slot.ensure(nbytes)
+        try:
+            slot.ensure(nbytes)
+        except OSError as exc:  # the evaluator's machine, not the submission: stop with a clear line
+            raise ChallengeError(f"cannot hold batch {index + 1}'s images in memory: {exc}") from None
         for im, (off, h, w) in zip(bgr, items):
             cv2.cvtColor(im, cv2.COLOR_BGR2RGB, dst=slot.view(off, h, w))
     except BaseException:

@@ -5,62 +5,97 @@ A decode thread takes a free slot, writes a whole batch of RGB images into it
 same bytes in numpy views: the images cross the process boundary without a
 copy. A slot goes back to the pool once the child has answered for its batch.
 The message names live in child.py, the one file both sides can import.
+
+A slot is a file mapped by both processes, in /dev/shm when it has room, else
+in the temporary folder: containers get a 64 MB /dev/shm by default (Codabench's
+worker sets no --shm-size), smaller than one batch of full-HD images, and a
+POSIX shared-memory block that outgrows its tmpfs dies with SIGBUS on first
+write. The space is reserved up front (posix_fallocate), so a full folder is an
+ENOSPC here, and the next folder is tried.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import queue
 import secrets
-from multiprocessing import shared_memory
+import tempfile
 
 import numpy as np
 
 
-class Slot:
-    """One shared-memory block, grown (replaced under a new name) when a batch needs more room."""
+def slot_dirs() -> list[str]:
+    """Where slots may live, preferred first: /dev/shm (RAM), then the temporary folder."""
+    dirs = [d for d in ("/dev/shm",) if os.path.isdir(d) and os.access(d, os.W_OK)]
+    return dirs + [tempfile.gettempdir()]
 
-    def __init__(self, prefix: str, index: int):
+
+class Slot:
+    """One mapped file, grown (replaced under a new name) when a batch needs more room."""
+
+    def __init__(self, prefix: str, index: int, dirs: list[str] | None = None):
         self.base = f"{prefix}-s{index}"
+        self.dirs = dirs or slot_dirs()
         self.generation = 0
-        self.shm: shared_memory.SharedMemory | None = None
+        self.path = ""
+        self.mm: mmap.mmap | None = None
 
     @property
     def name(self) -> str:
-        return self.shm.name if self.shm is not None else ""
+        """The path the child maps (sent in the batch message)."""
+        return self.path
 
     def ensure(self, nbytes: int) -> None:
-        if self.shm is not None and self.shm.size >= nbytes:
+        if self.mm is not None and len(self.mm) >= nbytes:
             return
         self.release()
         self.generation += 1
         # Round up to 8 MiB steps so slightly larger batches do not trigger a regrow each time.
         size = max(1, -(-nbytes // (8 << 20)) * (8 << 20))
-        self.shm = shared_memory.SharedMemory(name=f"{self.base}-{self.generation}", create=True,
-                                              size=size)
+        errors = []
+        for folder in self.dirs:
+            path = os.path.join(folder, f"{self.base}-{self.generation}")
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            except OSError as exc:
+                errors.append(f"{folder}: {exc.strerror or exc}")
+                continue
+            try:
+                os.posix_fallocate(fd, 0, size)
+                self.mm = mmap.mmap(fd, size)
+                self.path = path
+                return
+            except OSError as exc:
+                errors.append(f"{folder}: {exc.strerror or exc}")
+                os.unlink(path)
+            finally:
+                os.close(fd)
+        raise OSError(f"no room for a {size >> 20} MiB image buffer ({'; '.join(errors)})")
 
     def view(self, offset: int, h: int, w: int) -> np.ndarray:
-        return np.ndarray((h, w, 3), dtype=np.uint8, buffer=self.shm.buf, offset=offset)
+        return np.ndarray((h, w, 3), dtype=np.uint8, buffer=self.mm, offset=offset)
 
     def release(self) -> None:
-        if self.shm is not None:
+        if self.mm is not None:
             try:
-                self.shm.close()
+                self.mm.close()
             except BufferError:  # a view is still alive somewhere; unlink anyway
                 pass
             try:
-                self.shm.unlink()
+                os.unlink(self.path)
             except FileNotFoundError:
                 pass
-            self.shm = None
+            self.mm, self.path = None, ""
 
 
 class SlotPool:
     """A fixed number of slots; ``acquire`` blocks until one is free."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, dirs: list[str] | None = None):
         prefix = f"cw{os.getpid()}{secrets.token_hex(3)}"
-        self.slots = [Slot(prefix, i) for i in range(count)]
+        dirs = dirs or slot_dirs()
+        self.slots = [Slot(prefix, i, dirs) for i in range(count)]
         self._free: queue.Queue[Slot] = queue.Queue()
         for slot in self.slots:
             self._free.put(slot)
