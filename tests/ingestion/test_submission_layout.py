@@ -68,3 +68,10 @@ def test_interface_checks_on_the_class(tmp_path):
         "MyAIComponent.predict takes ['self', 'images'], expected (self, input_images, "
         "images_meta_informations, device='cuda')"]
     assert not any(p.fatal for p in sub.layout_problems(root))
+
+
+def test_a_codabench_metadata_file_in_the_submission_is_refused(tmp_path):
+    root = make_submission(tmp_path / "s", extra={"metadata.yaml": "command: python3 cheat.py\n"})
+    (problem,) = sub.layout_problems(root)
+    assert problem.fatal and problem.message == "a file named metadata.yaml at the submission's root"
+    assert "Codabench would run it" in problem.fix

@@ -106,6 +106,13 @@ def layout_problems(root: Path) -> list[Problem]:
                                 "add a MANIFEST.in with a line 'include "
                                 f"{data_files[0].relative_to(root).as_posix()}' per file (or "
                                 f"'recursive-include {PACKAGE} *')", fatal=False))
+    for name in ("metadata", "metadata.yaml"):
+        if (root / name).is_file():
+            # Codabench runs the `command` of a submission's metadata file as a program of its own,
+            # next to the ingestion and with the same output folder: it could rewrite predictions.
+            problems.append(Problem(f"a file named {name} at the submission's root",
+                                    f"remove {name}: Codabench would run it as a program "
+                                    "instead of leaving the run to the evaluator"))
     return problems
 
 
