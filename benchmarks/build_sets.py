@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -82,7 +83,10 @@ def main():
         (tmp / "raw").mkdir()
         tasks = [(srcs[i % len(srcs)], str(tmp / "raw" / f"{i}.jpeg")) for i in range(n_out)]
         t0 = time.perf_counter()
-        with ProcessPoolExecutor(args.workers) as pool:
+        # forkserver, as build-sets: forking this parent (cv2 threads already started by the
+        # source preparation) can deadlock the workers.
+        ctx = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
             list(pool.map(_raw_one, tasks, chunksize=8))
         t_raw = time.perf_counter() - t0
 

@@ -9,13 +9,12 @@ from one seeded generator; each image is then drawn from its own generator
 from __future__ import annotations
 
 import hashlib
-import os
-from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
+from challenge_welding.data.parallel import run_parallel
 from challenge_welding.errors import ChallengeError
 
 IN_DOMAIN_SHARES = {"c102": 0.39, "c20": 0.22, "c33": 0.39}
@@ -118,7 +117,6 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
     of half-resolution images.
     """
     import pandas as pd
-    from tqdm import tqdm
 
     for name, val in (("ko_share", ko_share), ("unseen_share", unseen_share),
                       ("ood_share", ood_share), ("half_share", half_share)):
@@ -136,19 +134,7 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
     ids = [f"data_{i:06d}" for i in range(len(rows))]
     rels = [f"images/{r['seam']}/{sid}.jpeg" for r, sid in zip(rows, ids)]
     tasks = [(str(root), int(seed), r, sid, rel) for r, sid, rel in zip(rows, ids, rels)]
-    workers = workers or os.cpu_count() or 1
-    bar = tqdm(total=len(tasks), desc="synth", unit="img", disable=not progress)
-    results = []
-    if workers == 1 or len(tasks) < 16:
-        for t in tasks:
-            results.append(_render_one(t))
-            bar.update()
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            for res in pool.map(_render_one, tasks, chunksize=8):
-                results.append(res)
-                bar.update()
-    bar.close()
+    results = run_parallel(_render_one, tasks, workers=workers, desc="synth", progress=progress)
     meta = pd.DataFrame({
         "sample_id": ids,
         "class": [r["label"] for r in rows],
