@@ -71,8 +71,12 @@ class Model:
             probs[ko, 0] = 1.0
             probs[~ko, 1] = 1.0
             return np.where(ko, "KO", "OK").astype(object), probs, np.zeros(n)
+        return self.decide_scores(q, self.ood_score(feats), **override)
+
+    def decide_scores(self, q: np.ndarray, ood: np.ndarray, **override):
+        """The trust decisions from calibrated p_KO ``q`` and OOD scores (see module doc)."""
+        n = len(q)
         d = {k: float(override.get(k, self.p[k])) for k in DECISION}
-        ood = self.ood_score(feats)
         states = np.full(n, "UNKNOWN", dtype=object)
         states[q >= d["t_ko"]] = "KO"
         states[q <= d["t_ok"]] = "OK"
