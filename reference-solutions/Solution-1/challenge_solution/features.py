@@ -43,6 +43,11 @@ def _cell_maxima(resp: np.ndarray) -> np.ndarray:
     return np.sort(cells.ravel())[::-1][:TOP_CELLS]
 
 
+def _std(a: np.ndarray) -> float:
+    """Standard deviation through cv2 (one pass, no temporary arrays)."""
+    return float(cv2.meanStdDev(a)[1][0, 0])
+
+
 def _impulse_fraction(image: np.ndarray) -> float:
     """Share of isolated outlier pixels (dead pixels, salt-and-pepper noise).
 
@@ -65,11 +70,12 @@ def image_features(image: np.ndarray) -> np.ndarray:
     f = []
 
     # Photometry.
-    pct = _quantiles(grey, (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) / 255.0
+    pct = _quantiles(grey[::2, ::2], (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) / 255.0
     f += list(pct)
-    f += [grey.std() / 255.0, np.mean(grey < 8), np.mean(grey > 247)]
+    n_px = grey.size
+    f += [_std(grey) / 255.0, np.count_nonzero(grey < 8) / n_px, np.count_nonzero(grey > 247) / n_px]
     sat = hsv[..., 1].astype(np.float32) / 255.0
-    f += [sat.mean(), sat.std()]
+    f += [cv2.mean(sat)[0], _std(sat)]
     rgb = thumb.reshape(-1, 3).astype(np.float32) / 255.0
     f += list(rgb.mean(axis=0))
     f += [np.std(rgb[:, 0] - rgb[:, 1]), np.std(rgb[:, 2] - rgb[:, 1])]
@@ -82,7 +88,7 @@ def image_features(image: np.ndarray) -> np.ndarray:
         lap = cv2.Laplacian(g, cv2.CV_32F, ksize=3)
         gx = cv2.Sobel(g, cv2.CV_32F, 1, 0, ksize=3)
         gy = cv2.Sobel(g, cv2.CV_32F, 0, 1, ksize=3)
-        f += [np.log(lap.var() + 1e-6), np.log(np.mean(np.hypot(gx, gy)) + 1e-6)]
+        f += [np.log(_std(lap) ** 2 + 1e-6), np.log(cv2.mean(cv2.magnitude(gx, gy))[0] + 1e-6)]
     f += [np.log(np.median(np.abs(norm - cv2.medianBlur(norm, 3))) + 1e-4)]
     f += [np.log(_impulse_fraction(image) + 1e-4)]
     f += [np.log(max(hi - lo, 1.0) / 255.0)]
@@ -93,8 +99,9 @@ def image_features(image: np.ndarray) -> np.ndarray:
         kern = _KERNEL_CACHE[k]
         for op in (cv2.MORPH_BLACKHAT, cv2.MORPH_TOPHAT):
             resp = cv2.morphologyEx(smooth, op, kern)
-            f += list(_quantiles(resp[::2, ::2], _QUANTILES))
-            f += [np.log(np.mean(resp > lv) + 1e-4) for lv in _LEVELS]
+            sub = resp[::2, ::2]  # quantiles and shares on every other pixel: 4x cheaper
+            f += list(_quantiles(sub, _QUANTILES))
+            f += [np.log(np.count_nonzero(sub > lv) / sub.size + 1e-4) for lv in _LEVELS]
             f += list(_cell_maxima(resp))
     return np.asarray(f, dtype=np.float64)
 
