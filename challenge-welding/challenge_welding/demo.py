@@ -84,6 +84,9 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     from challenge_welding.evaluate import evaluate
     from challenge_welding.leaderboard import leaderboard, output_paths, text_table
 
+    if not (SOLUTIONS / "Solution-1" / "train.py").is_file():
+        raise ChallengeError(f"{SOLUTIONS} not found: the demo runs from a clone of the repository "
+                             "with the package installed in editable mode (`make demo`)")
     workdir = Path(workdir).resolve()
     steps = Steps(workdir)
     size = dict(SIZES["quick" if quick else "default"])
