@@ -21,17 +21,26 @@ REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
-SIZES = {"default": {"n": 2000}, "quick": {"n": 700}}
+SIZES = {"default": {"n": 2000}, "quick": {"n": 600}}
 KO_SHARE = 0.08  # a few more KO than the synth default, so that Solution-1 has some to learn from
 # Smaller evaluation sets than the builder's defaults keep the demo within its time budget
 # (every solution runs over every set); build-sets' own defaults are for real evaluations.
-DEMO_BUILD_CONFIG = """\
+DEMO_BUILD_CONFIG = {
+    "default": """\
 robustness: {size: 60, min_ko_per_level: 8}
 ood_synthetic: {size_per_class: 80}
 ood_real: {max_ood: 80}
 drift: {size: 200}
 generalization: {max_size: 300}
-"""
+""",
+    "quick": """\
+robustness: {size: 30, min_ko_per_level: 5}
+ood_synthetic: {size_per_class: 40}
+ood_real: {max_ood: 40}
+drift: {size: 100}
+generalization: {max_size: 150}
+""",
+}
 
 
 def _say(msg: str) -> None:
@@ -109,7 +118,7 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
         _say("    reused")
     else:
         config = workdir / "demo_build_config.yaml"
-        config.write_text(DEMO_BUILD_CONFIG)
+        config.write_text(DEMO_BUILD_CONFIG["quick" if quick else "default"])
         build_sets(source, _fresh(data), seed=seed, config=config)
         steps.mark("build-sets", params)
 
