@@ -24,8 +24,11 @@ demo: setup  ## end-to-end demo: synthetic data -> sets -> Solution-1 -> leaderb
 demo-quick: setup
 	$(VENV)/bin/challenge-welding demo --workdir demo-work --quick
 
-bench: setup
+bench: setup  ## every benchmark; each prints its figures against a baseline of the same run
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+container-test: setup  ## (root, podman, network) image on a debootstrap base + dry run of Solution-1 vs the host, ~10 min
+	bash scripts/container_test.sh
 
 clean:
 	rm -rf $(VENV) demo-work
