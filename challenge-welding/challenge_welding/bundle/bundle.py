@@ -167,7 +167,8 @@ def check_solution(solution: Path) -> None:
                     if not list(solution.glob(pattern)):
                         raise ChallengeError(
                             f"{solution}: MANIFEST.in includes '{pattern}', which does not exist "
-                            "(train the solution first, e.g. `challenge-welding demo`)")
+                            "(train it first: `challenge-welding demo` trains one into "
+                            "demo-work/solutions/Solution-1, then pass --solution with it; or --no-solution)")
 
 
 def starting_kit(repo: Path, data_dir: Path, solution: Path | None, out: Path) -> Path:
