@@ -64,7 +64,8 @@ def test_features_are_deterministic_and_resolution_free(trained, monkeypatch):
 
     img = _images(data, 1)[0]
     a, b = image_features(img), image_features(img.copy())
-    np.testing.assert_array_equal(a, b)
+    # cv2's multi-threaded reductions may differ in the last bits from one call to the next.
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     assert np.isfinite(a).all()
     big = cv2.resize(img, (img.shape[1] * 4, img.shape[0] * 4), interpolation=cv2.INTER_CUBIC)
     # Same scene at 4x the pixels: photometric features (the first 7 percentiles) barely move.

