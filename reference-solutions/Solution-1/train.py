@@ -32,7 +32,7 @@ import numpy as np
 HERE = Path(__file__).parent.resolve()
 sys.path.insert(0, str(HERE))
 from challenge_solution.features import image_features  # noqa: E402
-from challenge_solution.model import Model  # noqa: E402
+from challenge_solution.model import Model, soft_thresholds  # noqa: E402
 
 N_AUG = 2          # perturbed copies per training image
 PCA_DIMS = 12      # OOD space
@@ -177,13 +177,10 @@ def main(argv=None):
         mu, sd, model_ = fit(idx_tr)
         logit_oof[idx_va] = ((feats[idx_va, 0] - mu) / sd) @ model_.coef_[0] + model_.intercept_[0]
     mean, scale, clf = fit(np.arange(len(y)))
-    intercept = clf.intercept_[0]
-    if not args.no_trust:
-        # Balanced class weights multiply the KO odds by n_OK / n_KO; undo that prior shift
-        # before the temperature is fitted, or every p_KO comes out several times too high.
-        shift = np.log((len(y) - y.sum()) / max(y.sum(), 1))
-        intercept -= shift
-        logit_oof -= shift
+    # Balanced class weights multiply the KO odds by n_OK / n_KO; that prior shift is undone
+    # before the temperature is fitted, or every p_KO comes out several times too high.
+    bias = -np.log((len(y) - y.sum()) / max(y.sum(), 1))
+    logit_oof += bias
     idx_va = np.arange(len(y))
     x_va, y_va, logit_va = feats[:, 0], y, logit_oof
 
@@ -193,29 +190,41 @@ def main(argv=None):
 
     temperature = minimize_scalar(nll, bounds=(0.05, 20.0), method="bounded").x
 
-    # OOD: robust Mahalanobis in PCA space of all in-domain views (perturbed copies included).
+    # OOD: robust Mahalanobis in PCA space of all in-domain views (perturbed copies included),
+    # and the distance off that space.
     z_all = (feats.reshape(-1, feats.shape[2]) - mean) / scale
     pca = PCA(PCA_DIMS, random_state=args.seed).fit(z_all)
     proj = pca.transform(z_all)
     mcd = MinCovDet(random_state=args.seed, support_fraction=0.9).fit(proj)
     d = np.sqrt(mcd.mahalanobis(proj))
     ood_scale = np.percentile(d, OOD_QUANTILE)
+    centred = z_all - pca.mean_
+    resid = np.sqrt(np.maximum((centred ** 2).sum(axis=1) - (proj ** 2).sum(axis=1), 0.0))
+    # The distance off the subspace is a guard against frames unlike anything seen (black,
+    # white), not a second detector: its boundary is the farthest in-domain view, so that
+    # perturbed but readable welds are not sent to the operator by it.
+    resid_scale = resid.max()
 
     params = {
-        "mean": mean, "scale": scale, "coef": clf.coef_[0], "intercept": intercept,
+        "mean": mean, "scale": scale, "coef": clf.coef_[0], "intercept": clf.intercept_[0],
+        "bias": bias,
         "temperature": temperature, "pca_mean": pca.mean_, "pca_components": pca.components_,
         "mcd_location": mcd.location_, "mcd_precision": mcd.precision_, "ood_scale": ood_scale,
-        "t_ko": 0.5, "t_ok": 0.01, "t_r": 0.05, "u_ok": 0.0, "u_ko": 0.0, "u_unk": 1.0,
+        "resid_scale": resid_scale,
     }
+    # Soft outputs from the cost matrix (see challenge_solution/model.py): break-even p_KO
+    # between OK and UNKNOWN, and between UNKNOWN and KO; the ECE's KO/OK ratio threshold
+    # from the class weights 0.8 / 0.2 and the training class counts.
+    cost, weights, default_w = load_cost()
+    params.update(soft_thresholds(cost, n_ko=int(y.sum()), n_ok=int(len(y) - y.sum())))
+    params.update(eps=1e-3, t_ko=0.5, t_ok=params["q_ok"])
     model = Model(params, trust=not args.no_trust)
 
-    # Decision thresholds and hedge chosen on the validation split by the cost matrix.
-    cost, weights, default_w = load_cost()
+    # Hard thresholds chosen on the out-of-fold predictions by the score's own formulas.
     import itertools
 
-    grid = {"t_ko": (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
-            "t_ok": (0.001, 0.002, 0.005, 0.01, 0.02, 0.05), "t_r": (0.003, 0.01, 0.03, 0.1, 0.3), "u_ok": (0.0, 0.2, 0.5), "u_ko": (0.0, 0.3, 0.6),
-            "u_unk": (0.6, 0.8, 0.9, 1.0)}
+    grid = {"t_ko": (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8),
+            "t_ok": (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.08)}
     best = None
     q_oof = 1 / (1 + np.exp(-np.clip(logit_va / temperature, -50, 50)))
     ood_va = model.ood_score(x_va)

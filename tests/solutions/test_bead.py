@@ -71,7 +71,7 @@ def test_a_dark_pore_on_the_bead_shows_in_the_core_features():
     pore = (along - 40 * k) ** 2 + across ** 2 < (5 * k) ** 2  # radius 5 px on the axis
     pored[pore] = 25
     f0, f1 = bead.bead_features(clean), bead.bead_features(pored)
-    assert f0.shape == f1.shape == (52,)
+    assert f0.shape == f1.shape == (65,)
     assert np.isfinite(f0).all() and np.isfinite(f1).all()
     # layout: 4 global values, then 12 per band (core first: 6 quantiles, min at 10, max),
     # then the along-bead core mean: its minimum at 40, runs below -0.05/-0.1/-0.2 at 42-44
@@ -90,4 +90,5 @@ def test_a_dark_pore_on_the_bead_shows_in_the_core_features():
 def test_degenerate_images_give_finite_features():
     for img in (np.zeros((135, 240, 3), np.uint8), np.full((20, 20, 3), 255, np.uint8)):
         f = bead.bead_features(img)
-        assert f.shape == (52,) and np.isfinite(f).all()
+        assert f.shape == (65,) and np.isfinite(f).all()
+

@@ -28,6 +28,7 @@ import numpy as np
 
 WORK_H = 180        # working height (px); the strip geometry below is in these pixels
 HALF = 40           # strip rows on each side of the bead axis
+SEARCH_HALF = 60    # rows of the wider strip in which the axis is refined
 COARSE = np.arange(-90, 90, 6.0)
 FINE = np.arange(-3, 3.1, 1.5)     # around the coarse angle
 _BINS: dict = {}
@@ -127,6 +128,40 @@ def _running_median(a: np.ndarray, k: int) -> np.ndarray:
     return np.median(np.lib.stride_tricks.sliding_window_view(padded, k, axis=1), axis=2).astype(np.float32)
 
 
+def _edge_tracks(smooth: np.ndarray, mid: float, hw: float):
+    """Per column: bead width (rows between the first rows below ``mid`` on either side of the
+    axis) and the darkest level of the band 0.2-0.9 hw outside each edge (rows 1 + 2: upper, lower)."""
+    n_rows, n_cols = smooth.shape
+    below = smooth < mid
+    up, dn = below[HALF::-1], below[HALF:]
+    k_up = np.where(up.any(axis=0), up.argmax(axis=0), HALF)
+    k_dn = np.where(dn.any(axis=0), dn.argmax(axis=0), HALF)
+    cols = np.arange(n_cols)
+    offsets = np.unique(np.round(np.linspace(0.2, 0.9, 6) * hw)).astype(int)
+    out_up = np.min([smooth[np.clip(HALF - k_up - o, 0, n_rows - 1), cols] for o in offsets], axis=0)
+    out_dn = np.min([smooth[np.clip(HALF + k_dn + o, 0, n_rows - 1), cols] for o in offsets], axis=0)
+    return (k_up + k_dn).astype(np.float32), np.vstack([out_up, out_dn])
+
+
+def _dark_runs(along: np.ndarray, hw: float) -> list:
+    """Minimum, 2nd percentile and longest runs below -0.05/-0.1/-0.2 (in half-widths)."""
+    return [along.min(), _quantiles(along, (0.02,))[0]] + [_longest_run(along < -t) / hw for t in (0.05, 0.1, 0.2)]
+
+
+def recentre(wide: np.ndarray, half: int = HALF) -> np.ndarray:
+    """The 2*half+1 rows of a wide strip centred on the rows with the strongest ripples.
+
+    The brightest band is not always the bead: on light plates (seam c102) the bead is no
+    brighter than the metal, and the band search lands up to 15 px off its axis. The bead's
+    ripples (period 5-8 px along it) are what no plate has, so the centre is refined on the
+    profile of high-pass energy along the strip.
+    """
+    high = wide - cv2.GaussianBlur(wide, (0, 0), sigmaX=4.0, sigmaY=0.1)
+    energy = cv2.GaussianBlur(np.ascontiguousarray((high * high).mean(axis=1)), (1, 0), sigmaX=0, sigmaY=4.0).ravel()
+    centre = SEARCH_HALF + int(np.argmax(energy[SEARCH_HALF - half // 2: SEARCH_HALF + half // 2 + 1])) - half // 2
+    return wide[centre - half: centre + half + 1]
+
+
 def _longest_run(mask: np.ndarray) -> int:
     if not mask.any():
         return 0
@@ -145,12 +180,12 @@ def _blobs(mask: np.ndarray) -> int:
 
 
 def bead_features(image: np.ndarray) -> np.ndarray:
-    """Bead-local feature vector (float64, 52 values) of one RGB uint8 image."""
+    """Bead-local feature vector (float64, 65 values) of one RGB uint8 image."""
     if image.ndim == 2:
         image = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
     g = working_grey(image)
     contrast, angle, offset, _ = find_bead(g)
-    s = strip(g, angle, offset)
+    s = recentre(strip(g, angle, offset, SEARCH_HALF))
 
     # Bead half-width from the median across-profile: the bright run around the axis.
     prof = np.median(s, axis=1)
@@ -163,7 +198,7 @@ def bead_features(image: np.ndarray) -> np.ndarray:
     hi = HALF
     while hi < 2 * HALF and bright[hi + 1]:
         hi += 1
-    hw = float(np.clip((hi - lo + 1) / 2.0, 4.0, 24.0))
+    hw = float(np.clip((hi - lo + 1) / 2.0, 4.0, 0.48 * HALF))  # plates stay in the strip
 
     smooth = cv2.GaussianBlur(s, (0, 0), sigmaX=2.5, sigmaY=0.7)
     # Running median on an 8x column-decimated copy: 13 decimated columns = about 100 px.
@@ -172,7 +207,9 @@ def bead_features(image: np.ndarray) -> np.ndarray:
     r = smooth - cv2.resize(tmpl, (smooth.shape[1], smooth.shape[0]), interpolation=cv2.INTER_LINEAR)
 
     dist = np.abs(np.arange(2 * HALF + 1) - HALF)
-    core, edge, off = dist < 0.75 * hw, (dist >= 0.75 * hw) & (dist < 1.5 * hw), dist >= 1.5 * hw
+    # hw is the half-height half-width (about 0.75 of the bead's true one): the edge band
+    # reaches 2 hw so that it holds the toes and an undercut just outside them.
+    core, edge, off = dist < 0.75 * hw, (dist >= 0.75 * hw) & (dist < 2.0 * hw), dist >= 2.0 * hw
     noise = float(np.median(np.abs(r))) * 1.4826 + 0.01
     f = [contrast, hw / HALF, peak - shoulder, np.log(noise)]
     for band in (core, edge, off):
@@ -183,12 +220,24 @@ def bead_features(image: np.ndarray) -> np.ndarray:
         f += [np.log(np.mean(z < t) + 1e-4) for t in (-4, -8)]
         f += [np.log(np.mean(z > t) + 1e-4) for t in (4, 8)]
 
+    # Dark runs along the bead core and along either edge band.
     rows = np.arange(2 * HALF + 1)
     along_core = r[core].mean(axis=0)
     along_edge = np.minimum(r[(rows < HALF) & edge].mean(axis=0), r[(rows > HALF) & edge].mean(axis=0))
-    for along in (along_core, along_edge):
-        f += [along.min(), _quantiles(along, (0.02,))[0]]
-        f += [_longest_run(along < -t) / hw for t in (0.05, 0.1, 0.2)]
+    # an undercut is 2-4 px wide: a mean over the edge band would dilute it, a minimum does not
+    along_groove = r[edge].min(axis=0)
+    for along in (along_core, along_edge, along_groove):
+        f += _dark_runs(along, hw)
+
+    # Edge-tracked evidence: the bead's edges wander by a few pixels (wobble, width changes),
+    # as much as an undercut is wide, so the band just outside each edge is followed column
+    # by column rather than read at fixed rows.
+    # Their baseline is the median over the whole strip: an undercut can run for 90 px,
+    # about the running median's window.
+    width, outside = _edge_tracks(smooth, (peak + shoulder) / 2, hw)
+    f += _dark_runs((outside - np.median(outside, axis=1, keepdims=True)).min(axis=0), hw)
+    dw = (width - np.median(width)) / hw
+    f += [dw.min(), dw.max(), _longest_run(dw < -0.3) / hw]
 
     level = max(4 * noise, 0.08)
     per_300 = 300.0 / r.shape[1]  # counts per 300 px of bead

@@ -2,18 +2,27 @@
 
 - classifier: logistic regression on standardised features (trained with
   scikit-learn by train.py; stored as plain arrays, no pickle);
-- calibration: temperature T on the logit, fitted on a validation split;
-- OOD score: Mahalanobis distance in a PCA space of the features with a
-  robust (MCD) covariance, divided by the 99th percentile on in-domain data
-  (in-ODD perturbations included), so that 1 is the in/out boundary;
+- calibration: the prior shift of the class-balanced training undone (bias
+  -log(n_OK / n_KO)), then a temperature T, fitted on out-of-fold logits;
+- OOD score: the larger of two distances, each divided by its in-domain
+  boundary (in-ODD perturbations included) so that 1 is the in/out boundary:
+  the Mahalanobis distance inside a 12-D PCA of the features with a robust
+  (MCD) covariance (boundary: the 99th percentile), and the distance off that
+  PCA subspace (boundary: the farthest in-domain view), a guard for frames the
+  12 components cannot describe at all, such as a black one when the bead
+  features dominate the components;
 - hard decisions: UNKNOWN when OOD; KO when p_KO >= t_ko (chosen for the KO
   F1 and the cost); OK when p_KO <= t_ok (a missed KO costs 3000, an UNKNOWN on
   a good weld 20, so OK only when the risk is tiny); UNKNOWN in between;
-- probabilities, cost-aware: the KO/OK ratio is sharp (KO whenever p_KO >= t_r,
-  a low threshold: a true KO called OK is what hurts), and each answer keeps
-  some UNKNOWN mass (u_ok scaled by the risk p_KO / t_ok for OK answers, u_ko
-  for KO answers, u_unk for UNKNOWN answers), so that the expected cost of the
-  soft output is below that of the hard one where the hard one is risky.
+- probabilities, cost-aware. With a calibrated p_KO = q the expected cost of
+  each pure answer is known, and the soft output puts its mass on the cheapest:
+  sharp (no UNKNOWN mass) where the hard answer is already the cheapest (OK
+  with q <= q_ok, KO with q >= q_ko, the break-even points of the cost matrix),
+  almost all on UNKNOWN (1 - eps) everywhere else. Its soft cost is thus lower
+  than the hard answer's exactly where the hard thresholds, chosen for OP and
+  F1, accept a risk the costs alone would not. The KO/OK ratio r is sharp, KO
+  when q >= t_r: the class-wise ECE weighs a KO 0.8 / n_KO and an OK
+  0.2 / n_OK, so r = 1 pays as soon as q / (1 - q) > 0.25 n_KO / n_OK.
 """
 
 from __future__ import annotations
@@ -23,9 +32,26 @@ from pathlib import Path
 
 import numpy as np
 
-PARAMS = ("mean", "scale", "coef", "intercept", "temperature", "pca_mean", "pca_components",
-          "mcd_location", "mcd_precision", "ood_scale", "t_ko", "t_ok", "t_r", "u_ok", "u_ko", "u_unk")
-DECISION = ("t_ko", "t_ok", "t_r", "u_ok", "u_ko", "u_unk")
+PARAMS = ("mean", "scale", "coef", "intercept", "bias", "temperature", "pca_mean", "pca_components",
+          "mcd_location", "mcd_precision", "ood_scale", "resid_scale", "t_ko", "t_ok", "t_r", "q_ok", "q_ko", "eps")
+DECISION = ("t_ko", "t_ok", "t_r", "q_ok", "q_ko", "eps")
+
+
+def soft_thresholds(cost: np.ndarray, n_ko: int, n_ok: int, ece_weights=(0.8, 0.2)) -> dict:
+    """Break-even points of the soft outputs.
+
+    ``cost`` is 2 x 3: rows true KO, true OK; columns KO, OK, UNKNOWN. With p_KO = q,
+    answering OK costs q c[KO,OK] + (1-q) c[OK,OK] on average, UNKNOWN q c[KO,UNK] +
+    (1-q) c[OK,UNK]; they are equal at q_ok = (c[OK,UNK] - c[OK,OK]) /
+    ((c[KO,OK] - c[KO,UNK]) + (c[OK,UNK] - c[OK,OK])), and UNKNOWN and KO at q_ko likewise.
+    t_r: the ratio KO/OK is worth setting to KO when a KO's weight in the class-wise ECE
+    (w_KO / n_KO) times q exceeds an OK's (w_OK / n_OK) times (1 - q).
+    """
+    (ko_ko, ko_ok, ko_unk), (ok_ko, ok_ok, ok_unk) = np.asarray(cost, dtype=np.float64)
+    odds = (ece_weights[1] / max(n_ok, 1)) / (ece_weights[0] / max(n_ko, 1))
+    return {"q_ok": (ok_unk - ok_ok) / ((ko_ok - ko_unk) + (ok_unk - ok_ok)),
+            "q_ko": (ok_ko - ok_unk) / ((ok_ko - ok_unk) + (ko_unk - ko_ko)),
+            "t_r": odds / (1 + odds)}
 
 
 class Model:
@@ -52,14 +78,19 @@ class Model:
         return z @ self.p["coef"] + self.p["intercept"]
 
     def p_ko(self, feats: np.ndarray) -> np.ndarray:
-        t = self.p["temperature"] if self.trust else 1.0
-        return 1.0 / (1.0 + np.exp(-np.clip(self.logit(feats) / t, -50, 50)))
+        """Calibrated P(KO); without trust, the raw classifier's (class-balanced) probability."""
+        z = (self.logit(feats) + self.p["bias"]) / self.p["temperature"] if self.trust else self.logit(feats)
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
 
     def ood_score(self, feats: np.ndarray) -> np.ndarray:
         z = (feats - self.p["mean"]) / self.p["scale"]
-        y = (z - self.p["pca_mean"]) @ self.p["pca_components"].T - self.p["mcd_location"]
+        c = z - self.p["pca_mean"]
+        proj = c @ self.p["pca_components"].T
+        y = proj - self.p["mcd_location"]
         d = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", y, self.p["mcd_precision"], y), 0.0))
-        return d / self.p["ood_scale"]
+        # the components are orthonormal: the squared distance off the subspace is |c|^2 - |proj|^2
+        resid = np.sqrt(np.maximum((c * c).sum(axis=1) - (proj * proj).sum(axis=1), 0.0))
+        return np.maximum(d / self.p["ood_scale"], resid / self.p["resid_scale"])
 
     def decide(self, feats: np.ndarray, **override):
         """(states, probabilities n x 3, OOD scores) for a feature matrix."""
@@ -82,7 +113,7 @@ class Model:
         states[q <= d["t_ok"]] = "OK"
         states[ood >= 1.0] = "UNKNOWN"
         r = (q >= d["t_r"]).astype(float)
-        u = np.select([states == "OK", states == "KO"],
-                      [d["u_ok"] * np.clip(q / d["t_ok"], 0.0, 1.0), np.full(n, d["u_ko"])], d["u_unk"])
+        sharp = ((states == "OK") & (q <= d["q_ok"])) | ((states == "KO") & (q >= d["q_ko"]))
+        u = np.where(sharp, 0.0, 1.0 - d["eps"])
         probs = np.stack([(1 - u) * r, (1 - u) * (1 - r), u], axis=1)
         return states, probs, ood
