@@ -8,7 +8,9 @@ bead, columns along it) and compared with itself:
    grey image on lines of every angle (6 deg steps, then 1.5 deg) and scoring
    band-minus-shoulder contrast at three widths. The bead is assumed to cross
    the central part of the photo (it does in every seam of the challenge).
-2. ``strip``: one affine warp puts the bead axis on the strip's centre row.
+2. ``strip`` + ``recentre``: one affine warp puts the band on the centre row
+   of a wide strip, whose rows are then re-centred on the strongest ripples
+   (on light plates the brightest band can sit beside the bead).
 3. Residual: the strip smoothed along the bead (sigma 2.5 px kills the
    ripples, period 5-8 px at the 180-line working height) minus a running
    median along the bead (about 100 px): what the bead and plates usually
@@ -17,8 +19,9 @@ bead, columns along it) and compared with itself:
 4. Summaries per band (core, edges, plates): quantiles and extreme values of
    the residual, shares beyond 4 and 8 noise units, the longest dark run along
    the core and along either edge (missing segment, burn-through, undercut) in
-   bead half-widths, and counts of bright blobs on the plates (spatter) and
-   dark blobs on the bead.
+   bead half-widths, the same along edges tracked column by column (undercut,
+   width changes), and counts of bright blobs on the plates (spatter) and dark
+   blobs on the bead.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def working_grey(image: np.ndarray) -> np.ndarray:
     size = (max(int(round(w * WORK_H / h)), 1), WORK_H)
     g = cv2.cvtColor(cv2.resize(image, size, interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY)
     g = g.astype(np.float32)
-    lo, hi = _quantiles(g[::3, ::3], (0.02, 0.98))
+    lo, hi = quantiles(g[::3, ::3], (0.02, 0.98))
     return (g - lo) / max(hi - lo, 4.0)
 
 
@@ -145,7 +148,8 @@ def _edge_tracks(smooth: np.ndarray, mid: float, hw: float):
 
 def _dark_runs(along: np.ndarray, hw: float) -> list:
     """Minimum, 2nd percentile and longest runs below -0.05/-0.1/-0.2 (in half-widths)."""
-    return [along.min(), _quantiles(along, (0.02,))[0]] + [_longest_run(along < -t) / hw for t in (0.05, 0.1, 0.2)]
+    runs = [_longest_run(along < -t) / hw for t in (0.05, 0.1, 0.2)]
+    return [along.min(), quantiles(along, (0.02,))[0]] + runs
 
 
 def recentre(wide: np.ndarray, half: int = HALF) -> np.ndarray:
@@ -169,7 +173,8 @@ def _longest_run(mask: np.ndarray) -> int:
     return int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max())
 
 
-def _quantiles(a: np.ndarray, qs) -> np.ndarray:
+def quantiles(a: np.ndarray, qs) -> np.ndarray:
+    """Quantiles by one partial sort (np.percentile sorts fully: several times slower here)."""
     flat = a.ravel()
     idx = [min(int(q * flat.size), flat.size - 1) for q in qs]
     return np.partition(flat, idx)[idx]
@@ -214,7 +219,7 @@ def bead_features(image: np.ndarray) -> np.ndarray:
     f = [contrast, hw / HALF, peak - shoulder, np.log(noise)]
     for band in (core, edge, off):
         rr = r[band]
-        f += list(_quantiles(rr, (0.001, 0.01, 0.05, 0.95, 0.99, 0.999)))
+        f += list(quantiles(rr, (0.001, 0.01, 0.05, 0.95, 0.99, 0.999)))
         f += [rr.min(), rr.max()]
         z = rr / noise
         f += [np.log(np.mean(z < t) + 1e-4) for t in (-4, -8)]
@@ -231,9 +236,8 @@ def bead_features(image: np.ndarray) -> np.ndarray:
 
     # Edge-tracked evidence: the bead's edges wander by a few pixels (wobble, width changes),
     # as much as an undercut is wide, so the band just outside each edge is followed column
-    # by column rather than read at fixed rows.
-    # Their baseline is the median over the whole strip: an undercut can run for 90 px,
-    # about the running median's window.
+    # by column rather than read at fixed rows. Its baseline is the median over the whole
+    # strip: an undercut can run for 90 px, about the running median's window.
     width, outside = _edge_tracks(smooth, (peak + shoulder) / 2, hw)
     f += _dark_runs((outside - np.median(outside, axis=1, keepdims=True)).min(axis=0), hw)
     dw = (width - np.median(width)) / hw

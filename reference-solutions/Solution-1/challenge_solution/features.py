@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import cv2
 import numpy as np
 
-from challenge_solution.bead import bead_features
+from challenge_solution.bead import bead_features, quantiles
 
 MAX_THREADS = 4
 THUMB = (320, 180)
@@ -36,13 +36,6 @@ _QUANTILES = (0.5, 0.9, 0.99, 0.999)
 _LEVELS = (0.15, 0.3, 0.5)
 # Square kernels: cv2 erodes/dilates them separably, several times faster than ellipses.
 _KERNEL_CACHE = {k: cv2.getStructuringElement(cv2.MORPH_RECT, (k, k)) for k in KERNELS}
-
-
-def _quantiles(a: np.ndarray, qs) -> np.ndarray:
-    """Quantiles by one partial sort (np.percentile sorts fully: 5x slower here)."""
-    flat = a.ravel()
-    idx = [min(int(q * flat.size), flat.size - 1) for q in qs]
-    return np.partition(flat, idx)[idx]
 
 
 def _cell_maxima(resp: np.ndarray) -> np.ndarray:
@@ -85,7 +78,7 @@ def global_features(image: np.ndarray) -> np.ndarray:
     f = []
 
     # Photometry.
-    pct = _quantiles(grey[::2, ::2], (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) / 255.0
+    pct = quantiles(grey[::2, ::2], (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) / 255.0
     f += list(pct)
     n_px = grey.size
     f += [_std(grey) / 255.0, np.count_nonzero(grey < 8) / n_px, np.count_nonzero(grey > 247) / n_px]
@@ -115,7 +108,7 @@ def global_features(image: np.ndarray) -> np.ndarray:
         for op in (cv2.MORPH_BLACKHAT, cv2.MORPH_TOPHAT):
             resp = cv2.morphologyEx(smooth, op, kern)
             sub = resp[::2, ::2]  # quantiles and shares on every other pixel: 4x cheaper
-            f += list(_quantiles(sub, _QUANTILES))
+            f += list(quantiles(sub, _QUANTILES))
             f += [np.log(np.count_nonzero(sub > lv) / sub.size + 1e-4) for lv in _LEVELS]
             f += list(_cell_maxima(resp))
     return np.asarray(f, dtype=np.float64)
