@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import cv2
 import numpy as np
 
-from challenge_solution.bead import bead_features, quantiles
+from challenge_solution.bead import WORK_H, bead_features, quantiles
 
 MAX_THREADS = 4
 THUMB = (320, 180)
@@ -65,14 +65,22 @@ def _impulse_fraction(image: np.ndarray) -> float:
 
 def image_features(image: np.ndarray) -> np.ndarray:
     """Feature vector (float64) of one RGB uint8 HxWx3 image: global, then bead-local."""
-    return np.concatenate([global_features(image), bead_features(image)])
-
-
-def global_features(image: np.ndarray) -> np.ndarray:
-    """Whole-image statistics (102 values) of one RGB uint8 HxWx3 image."""
     if image.ndim == 2:
         image = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
     thumb = cv2.resize(image, THUMB, interpolation=cv2.INTER_AREA)
+    h, w = image.shape[:2]
+    # A 16:9 photo's bead working size is the thumbnail's: shrink the full image once, not twice.
+    same = (max(int(round(w * WORK_H / h)), 1), WORK_H) == THUMB
+    return np.concatenate([global_features(image, thumb), bead_features(thumb if same else image)])
+
+
+def global_features(image: np.ndarray, thumb: np.ndarray | None = None) -> np.ndarray:
+    """Whole-image statistics (102 values) of one RGB uint8 HxWx3 image (``thumb``: its
+    THUMB-sized INTER_AREA reduction, if the caller already has it)."""
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
+    if thumb is None:
+        thumb = cv2.resize(image, THUMB, interpolation=cv2.INTER_AREA)
     grey = cv2.cvtColor(thumb, cv2.COLOR_RGB2GRAY).astype(np.float32)
     hsv = cv2.cvtColor(thumb, cv2.COLOR_RGB2HSV)
     f = []
