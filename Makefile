@@ -6,10 +6,16 @@ UV     := $(VENV)/bin/uv
 
 .PHONY: setup test demo demo-quick bench container-test clean
 
+# The prerequisites are checked first, each with one line naming what to install; a failed
+# step removes .venv so that the next `make` starts clean instead of on a half-made venv.
 $(VENV)/.installed: challenge-welding/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip uv
-	$(UV) pip install --python $(PY) --quiet -e "challenge-welding[dev]"
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
+	  { echo "error: Python >= 3.10 is needed as '$(PYTHON)' (install python3, or run make PYTHON=/path/to/python3.x)" >&2; exit 2; }
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || \
+	  { echo "error: Python's venv module is missing: install the package python3-venv (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 2; }
+	$(VENV)/bin/pip install --quiet --upgrade pip uv || { rm -rf $(VENV); exit 2; }
+	$(UV) pip install --python $(PY) --quiet -e "challenge-welding[dev]" || { rm -rf $(VENV); exit 2; }
 	touch $@
 
 setup: $(VENV)/.installed  ## make the virtual environment with the package and test tools
