@@ -37,13 +37,14 @@ from pathlib import Path
 
 import yaml
 
+from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S
+
 CAP_DROP = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
             "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT")
 SECURITY_OPT = ("no-new-privileges",)
 WORKER_ENV = ("PYTHONUNBUFFERED=1", "http_proxy=", "https_proxy=")
 WORKDIR = "/app/program"
 SHM_BYTES = 64 * 1024 * 1024        # Docker's and Podman's default /dev/shm
-DEFAULT_QUEUE_LIMIT_S = 600         # MAX_EXECUTION_TIME_LIMIT on a default install
 FOLDER_MODE = 0o755
 WORKER_UMASK = 0o022
 WHEELHOUSE_ENV = "CHALLENGE_WELDING_WHEELHOUSE"
