@@ -218,3 +218,17 @@ def test_input_errors_are_one_line(tmp_path, tiny_data, tiny_solution):
         assert line.startswith(message), line
     # the engine hint names Podman's API service
     assert "podman system service --time=0 unix:///run/podman/podman.sock" in res.stderr
+
+
+def test_programs_root_of_the_repository_and_of_a_kit(tmp_path):
+    from challenge_welding.bundle.dry_run import programs_root
+
+    assert programs_root(ROOT) == ROOT
+    kit = tmp_path / "kit"
+    for f in ("ingestion_program", "scoring_program"):
+        (kit / f).mkdir(parents=True)
+        (kit / f / "metadata.yaml").write_text("command: x\n")
+    (kit / "sub").mkdir()
+    assert programs_root(kit / "sub") == kit  # no competition.yaml needed
+    with pytest.raises(ChallengeError, match="pass --repo"):
+        programs_root(tmp_path / "elsewhere")

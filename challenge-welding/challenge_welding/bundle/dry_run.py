@@ -125,11 +125,11 @@ def sources_from_bundle(bundle_zip: Path, workdir: Path, phase_index: int = 0) -
 def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -> Sources:
     """A build-sets folder with the repository's programs, zipped as the bundle zips them."""
     from challenge_welding.bundle.bundle import (check_data, count_images, execution_time_limit,
-                                                 find_repo_root, program_zip, zip_tree)
+                                                 program_zip, zip_tree)
 
     data_dir = data_dir.resolve()
     check_data(data_dir)
-    repo = find_repo_root(repo)
+    repo = programs_root(repo)
     zips = worker.make_folder(workdir / "zips")
     return Sources(
         ingestion_program=program_zip(repo / "ingestion_program", zips / "ingestion_program.zip"),
@@ -138,6 +138,21 @@ def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -
         reference_data=zip_tree(data_dir / "reference_data", zips / "reference_data.zip"),
         image=None, phase_limit=execution_time_limit(count_images(data_dir)),
         private_queue=False, phase_name="(DATA)")
+
+
+def programs_root(start: Path | None = None) -> Path:
+    """The folder holding ingestion_program/ and scoring_program/ (the repository, or an
+    unpacked starting kit): ``start``, else here or above, else above the package."""
+    import challenge_welding
+
+    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
+    for cand in candidates:
+        for p in [cand.resolve(), *cand.resolve().parents]:
+            if all((p / f / "metadata.yaml").is_file()
+                   for f in ("ingestion_program", "scoring_program")):
+                return p
+    raise ChallengeError(f"no ingestion_program/ and scoring_program/ found at "
+                         f"{start or Path.cwd()} or above (pass --repo)")
 
 
 def submission_zip(submission: Path, workdir: Path) -> Path:
