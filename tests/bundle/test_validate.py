@@ -127,6 +127,9 @@ BROKEN_YAML = {
                                "Could not find tasks for solution: None"),
     "solution without path": (_pop("solutions", 0, "path"), "solutions[0]: no path (nor key)",
                               'Solution None missing "path"'),
+    "solution name 257 chars": (lambda c: c["solutions"][0].update(name="s" * 257),
+                                "name is 257 characters, at most 256",
+                                "name: Ensure this field has no more than 256 characters."),
     "solution file missing": (lambda c: c["solutions"][0].update(path="solutions/x.zip"),
                               "'solutions/x.zip' is missing", 'Cannot find dataset: '
                                                               '"solutions/x.zip"'),

@@ -9,7 +9,9 @@ _run_program_directory, push_output) and competitions/tasks.py:
 - a step's containers run the image's own user, working directory /app/program,
   environment ``PYTHONUNBUFFERED=1``, ``http_proxy=``, ``https_proxy=`` (empty unless
   the worker sets COMPETITION_CONTAINER_HTTP(S)_PROXY), 14 capabilities dropped,
-  ``no-new-privileges``, ``userns_mode=host``, no ``shm_size`` (the engine's 64 MB
+  ``no-new-privileges`` (a worker set up with CONTAINER_ENGINE_EXECUTABLE=podman
+  passes ``label=disable`` instead; we replay the default, Docker, worker),
+  ``userns_mode=host``, no ``shm_size`` (the engine's 64 MB
   /dev/shm), the network on unless COMPETITION_CONTAINER_NETWORK_DISABLED=true;
 - mounts: /app/program and /app/output (":z"), the worker's data folder read-only at
   /app/data, /app/ingested_program (the submission, ingestion only), /app/input_data
