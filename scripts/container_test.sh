@@ -180,8 +180,10 @@ out = Path(sys.argv[1]); pkg = out / "challenge_solution"; pkg.mkdir(parents=Tru
     """))
 PYEOF
 rc=0; "${DRY[@]}" --image "$IMAGE" --submission "$CV" --out "$WORK/dry-opencv" || rc=$?
-if [ $rc = 0 ] && grep -rqs "opencv_python\|cv2 4\." "$WORK/dry-opencv/logs" "$WORK/dry-opencv/predictions"; then
-  check ok "d. opencv-python submission imports cv2 and scores"
+# load_model prints where cv2 came from: the submission's own environment (opencv-python).
+CV2_LINE="$(grep -rhs -m1 '^cv2 .* from .*/site-packages/cv2/' "$WORK/dry-opencv/predictions" || true)"
+if [ $rc = 0 ] && [ -n "$CV2_LINE" ]; then
+  check ok "d. opencv-python submission imports cv2 and scores ($CV2_LINE)"
 else check fail "d. opencv-python submission imports cv2 and scores (dry-run status $rc)"; fi
 
 if [ "$FULLHD" = 1 ]; then

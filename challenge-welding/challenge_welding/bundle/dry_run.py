@@ -199,8 +199,12 @@ class Engine:
 
     def run_step(self, specs: list[worker.ContainerSpec], limit: int, log_dir: Path,
                  echo) -> StepResult:
-        """Start the step's containers together, wait for all under one time limit."""
-        result, started = StepResult(), []
+        """Start the step's containers together, wait for all under one time limit.
+
+        Each container is waited for in its own thread, so that each one's elapsed time
+        is its own (the worker's asyncio.gather); past the limit all are removed.
+        """
+        result, started, waiters, killed = StepResult(), [], [], []
         deadline = time.monotonic() + limit
         try:
             for spec in specs:
@@ -209,34 +213,36 @@ class Engine:
                 cid = self.api.create_container(host_config=host_config,
                                                 **spec.create_kwargs())["Id"]
                 self.api.start(cid)
-                t0 = time.monotonic()
-                reader = threading.Thread(target=self._stream, daemon=True,
-                                          args=(cid, spec.name, log_dir, echo))
-                reader.start()
-                started.append((spec, cid, t0, reader))
-            for spec, cid, t0, reader in started:
+                started.append(cid)
                 kind = spec.name.split("_", 1)[0]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                try:
-                    code = self.api.wait(cid, timeout=remaining)["StatusCode"]
-                except Exception as exc:  # requests' ReadTimeout / ConnectionError
-                    if time.monotonic() >= deadline - 1:
-                        raise TimeoutError from exc
-                    raise
-                result.exit_codes[kind] = code
-                result.elapsed[kind] = time.monotonic() - t0
-                reader.join(timeout=10)
-        except TimeoutError:
-            result.timed_out = True
+                threading.Thread(target=self._stream, daemon=True,
+                                 args=(cid, kind, log_dir, echo)).start()
+                waiter = threading.Thread(target=self._wait, daemon=True, name=kind,
+                                          args=(cid, kind, time.monotonic(), limit, result))
+                waiter.start()
+                waiters.append(waiter)
+            for waiter in waiters:
+                waiter.join(timeout=max(0.0, deadline - time.monotonic()))
+            killed = [w.name for w in waiters if w.is_alive()]
+            result.timed_out = bool(killed)
         finally:
-            for spec, cid, *_ in started:
+            for cid in started:
                 self._remove(cid)
+            for waiter in waiters:  # a removed container's wait returns at once
+                waiter.join(timeout=30)
+        for kind in killed:  # no exit status of its own: stopped by the limit
+            result.exit_codes[kind] = None
         return result
 
-    def _stream(self, cid: str, name: str, log_dir: Path, echo) -> None:
-        kind = name.split("_", 1)[0]
+    def _wait(self, cid: str, kind: str, t0: float, limit: int, result: StepResult) -> None:
+        try:
+            code = self.api.wait(cid, timeout=limit + 5)["StatusCode"]
+        except Exception:  # removed at the time limit, or the engine went away
+            code = None
+        result.exit_codes[kind] = code
+        result.elapsed[kind] = time.monotonic() - t0
+
+    def _stream(self, cid: str, kind: str, log_dir: Path, echo) -> None:
         with open(log_dir / f"{kind}.log", "ab") as fh:
             try:
                 for chunk in self.api.logs(cid, stream=True, follow=True):
@@ -378,7 +384,9 @@ def run_dry_run(*, submission: Path, out: Path, bundle: Path | None = None,
 
 def _log_step(step: StepResult, log) -> None:
     for kind, code in step.exit_codes.items():
-        log(f"== {kind}: exit status {code} after {step.elapsed[kind]:.0f} s")
+        log(f"== {kind}: " + (f"exit status {code}" if code is not None else
+                              "removed at the time limit")
+            + f" after {step.elapsed[kind]:.0f} s")
     if step.timed_out:
         log("== stopped at the time limit: the worker removes the containers")
 
