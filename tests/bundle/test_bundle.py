@@ -200,6 +200,10 @@ def test_bundle_queue_and_its_warning(tiny_data, tiny_solution, tmp_path):
     out = make_bundle(tiny_data, tmp_path / "q.zip", repo_root=ROOT, solution=tiny_solution,
                       queue="my-vhost", log=lines.append)
     assert read_competition(out)["queue"] == "my-vhost"
+    with zipfile.ZipFile(out) as zf:  # the needed time is stated in the bundle itself
+        header = zf.read("competition.yaml").decode().splitlines()[:4]
+    assert f"# dev: 1206 s = install 1200 s + {len(SET_NAMES) * N_PER_SET} images x 1/12 s " \
+           "(2 s) + margin 4 s" in header
     assert not any(ln.startswith("warning:") for ln in lines)
     n = len(SET_NAMES) * N_PER_SET
     assert f"bundle: phase dev needs 1206 s = install 1200 s + {n} images x 1/12 s (2 s) " \
