@@ -228,3 +228,19 @@ def test_final_phase_text_says_which_submissions_migrate():
     # the scoring output zip is for organisers; the page and the leaderboard stay public
     assert all(p["hide_score_output"] is True for p in comp["phases"])
     assert not any(p.get("hide_output") for p in comp["phases"])
+
+
+def test_offline_queue_wheelhouse_in_the_ingestion_command(tiny_data, tmp_path):
+    """The worker passes no variable of ours: the ingestion's command sets it (no shell)."""
+    import shlex
+
+    out = make_bundle(tiny_data, tmp_path / "w.zip", repo_root=ROOT, solution=None,
+                      wheelhouse_path="/app/data/wheelhouse", **QUIET)
+    with zipfile.ZipFile(out) as zf, zipfile.ZipFile(zf.open("ingestion_program.zip")) as ing, \
+            zipfile.ZipFile(zf.open("scoring_program.zip")) as sco:
+        command = yaml.safe_load(ing.read("metadata.yaml"))["command"]
+        scoring = yaml.safe_load(sco.read("metadata.yaml"))["command"]
+    assert shlex.split(command)[:4] == ["env", "CHALLENGE_WELDING_WHEELHOUSE=/app/data/wheelhouse",
+                                        "python3", "/app/program/ingestion.py"]
+    assert not scoring.startswith("env")
+    assert validate_bundle(out) == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -168,8 +169,12 @@ def package_source() -> Path:
     return Path(challenge_welding.__file__).resolve().parent
 
 
-def program_zip(program_dir: Path, out: Path) -> Path:
-    """A program folder with the package vendored under vendor/challenge_welding/."""
+def program_zip(program_dir: Path, out: Path, env: dict[str, str] | None = None) -> Path:
+    """A program folder with the package vendored under vendor/challenge_welding/.
+
+    ``env``: variables set for the program by its command (``env NAME=VALUE command``;
+    the worker passes no variable of ours, and runs the command without a shell).
+    """
     if not (program_dir / "metadata.yaml").is_file():
         raise ChallengeError(f"{program_dir}: no metadata.yaml")
     staging = Path(tempfile.mkdtemp(prefix="program-", dir=out.parent))
@@ -177,6 +182,11 @@ def program_zip(program_dir: Path, out: Path) -> Path:
         for p in program_dir.iterdir():
             if p.name != "vendor" and _keep(Path(p.name)):
                 (shutil.copytree if p.is_dir() else shutil.copy2)(p, staging / p.name)
+        if env:
+            meta = yaml.safe_load((staging / "metadata.yaml").read_text())
+            pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+            meta["command"] = f"env {pairs} {meta['command']}"
+            (staging / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
         return zip_tree(staging, out, {"vendor/challenge_welding/": package_source()})
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -276,7 +286,8 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
                 repo_root: str | Path | None = None,
                 final_data: str | Path | None = None, solution: str | Path | None = "default",
                 public_data: bool = True, docker_image: str | None = None,
-                queue: str | None = None, log=print) -> Path:
+                queue: str | None = None, wheelhouse_path: str | None = None,
+                log=print) -> Path:
     """Write the bundle zip and return its path; raise ChallengeError if the result is invalid.
 
     ``final_data``: a second DATA folder (e.g. a hidden build) for the final phase;
@@ -285,6 +296,9 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     ``docker_image``: the image the worker runs (default: competition.yaml's).
     ``queue``: the vhost of a private queue (competition.yaml's ``queue``; default: the
     template's, none: Codabench's default queue and its 600 s limit).
+    ``wheelhouse_path``: for a private queue without network, the wheelhouse's path in
+    the container (e.g. /app/data/wheelhouse, the worker's read-only data folder); the
+    ingestion's command then sets CHALLENGE_WELDING_WHEELHOUSE to it.
     """
     data_dir, output_zip = Path(data_dir).resolve(), Path(output_zip).resolve()
     repo = find_repo_root(repo_root)
@@ -303,7 +317,9 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     output_zip.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".bundle-", dir=output_zip.parent))
     try:
-        program_zip(repo / "ingestion_program", stage / "ingestion_program.zip")
+        program_zip(repo / "ingestion_program", stage / "ingestion_program.zip",
+                    env={"CHALLENGE_WELDING_WHEELHOUSE": wheelhouse_path} if wheelhouse_path
+                    else None)
         program_zip(repo / "scoring_program", stage / "scoring_program.zip")
         zip_tree(data_dir / "input_data", stage / "input_data.zip")
         zip_tree(data_dir / "reference_data", stage / "reference_data.zip")
