@@ -1,20 +1,23 @@
 # The evaluation image named by competition.yaml's docker_image: Python, uv, the
-# challenge-welding package and its pinned dependencies (challenge-welding/requirements.lock).
-# The Codabench programs mount at /app/program and also carry their own copy of the
-# package (vendor/), so this image only has to provide the dependencies and Python.
+# challenge-welding package and its pinned dependencies (challenge-welding/requirements.lock),
+# and the system libraries of opencv-python (libGL, glib), which submissions often pin
+# instead of the headless build. The Codabench programs mount at /app/program and also
+# carry their own copy of the package (vendor/), so this image only has to provide the
+# dependencies and Python.
 #
-#   docker build -t challenge-welding-eval .                                  # local use, non-root
-#   docker build --build-arg APP_USER=root -t challengewelding/evaluator:1.1.0 .   # for Codabench
+#   docker build -t challengewelding/evaluator:1.1.0 .                         # for Codabench (root)
+#   docker build --build-arg APP_USER=welder -t challenge-welding-eval .       # local, non-root
 #
-# Why root for Codabench: its compute worker creates /app/output (and the other mounted
-# folders) as the worker's user with mode 0755 and starts the container with that image's
-# user, so a non-root user could not write scores.json there. The worker drops every
-# dangerous capability (CHOWN, DAC_OVERRIDE, SETUID, ...) and sets no-new-privileges;
-# the submission itself runs in a child process in its own virtual environment.
+# Why root by default: Codabench's compute worker creates /app/output (and the other
+# mounted folders) as the worker's user with mode 0755 and starts the container with
+# the image's user, so a non-root user cannot write there and every submission fails
+# (`challenge-welding dry-run` shows it). The worker drops 14 capabilities (CHOWN,
+# DAC_OVERRIDE, FOWNER, SETUID, ...) and sets no-new-privileges; the submission itself
+# runs in a child process in its own virtual environment.
 ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}
 
-ARG APP_USER=welder
+ARG APP_USER=root
 ARG APP_UID=1000
 
 # SSL_CERT_FILE: pip (PIP_CERT) and uv read the system bundle, so a CA mounted over it
@@ -32,6 +35,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     UV_CACHE_DIR=/var/cache/challenge-welding/uv \
     UV_LINK_MODE=copy \
     MPLCONFIGDIR=/tmp/matplotlib
+
+# opencv-python (not headless) needs libGL.so.1 and libgthread/glib at import time.
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libgl1 libglib2.0-0 \
+ && rm -rf /var/lib/apt/lists/*
 
 # python3 -m venv must work: it builds /opt/venv here, and it is ingestion's fallback
 # when uv is missing (the Debian base images need python3-venv for that).

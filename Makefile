@@ -33,7 +33,7 @@ demo-quick: setup
 bench: setup  ## every benchmark; each prints its figures against a baseline of the same run
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
 
-container-test: setup  ## (root, podman, network) image on a debootstrap base + dry run of Solution-1 vs the host, ~10 min
+container-test: setup  ## (root, podman, network; not in CI) image on a debootstrap base + dry-run through Podman's Docker API: Solution-1, planted metadata.yaml, non-root image, opencv-python, full HD; ~13 min
 	bash scripts/container_test.sh
 
 clean:

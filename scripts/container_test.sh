@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Container test: build the evaluation image on a base made here (no registry needed), then
-# dry-run Solution-1 through the Codabench bundle in it, and check that its scores.json
-# equals the host run's, time-dependent keys aside (score, perf, time_p95: see
-# challenge_welding/bundle/compare.py).
+# Container test: `challenge-welding dry-run` through Podman's Docker-compatible API, end to
+# end, with the evaluation image built here on a base made here (no registry needed).
 #
 #   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep] [--skip-fullhd]
 #
-# 1. podman (+ debootstrap): installed with apt when missing and run as root;
+# 1. podman, debootstrap, runc: installed with apt when missing (root);
 #    /etc/containers/containers.conf gets cgroup_manager = "cgroupfs" and
 #    default_ulimits = [] when it has no such settings (containers inside a VM/container).
 # 2. base image localhost/cw-base:bookworm: `debootstrap --variant=minbase` with python3,
 #    python3-venv, python3-pip, ca-certificates, imported with `podman import` (cached).
-#    Bookworm's Python is 3.11, the image's default (python:3.12-slim) is not reachable here.
-# 3. `podman build --build-arg BASE_IMAGE=localhost/cw-base:bookworm` of the Dockerfile.
-# 4. demo data: `synth` + `build-sets` (small), Solution-1 trained by its own command,
-#    unless --data and --solution are given.
-# 5. host run (ingest + score with this repository's venv), bundle, dry run, comparison.
-# 6. the same data with full-HD performance images under the worker's default /dev/shm
-#    (64 MB): the run must complete (--skip-fullhd to leave it out).
-# Network: PyPI for the build and for the submission's environment (the host's CA bundle
-# is mounted so that a TLS-intercepting proxy works).
+# 3. the Dockerfile built twice: the default (root, as Codabench needs) and the non-root
+#    variant (--build-arg APP_USER=welder).
+# 4. Podman's API service on unix:///run/podman/podman.sock (started here when absent,
+#    stopped at the end); every dry run talks to it through the Docker SDK.
+# 5. demo data (synth + build-sets, small) and Solution-1 trained by its own train.py on
+#    the public split, unless --data and --solution are given; the bundle.
+# 6. checks, each a dry run of the bundle as Codabench's default queue runs it:
+#    a. Solution-1 scores, and its scores.json equals the host run's (time keys aside);
+#    b. a submission with metadata.yaml whose second container plants valid predictions
+#       is refused (the scorer reads the worker's `metadata`: ingestionExitCode != 0);
+#    c. the non-root image fails as on Codabench (cannot write the worker's 0755 /app/output);
+#    d. a submission pinning opencv-python (not headless) imports cv2 and scores;
+#    e. full-HD performance images under the worker's 64 MB /dev/shm (--skip-fullhd: not run).
+# Network: Debian and PyPI for the builds and the submissions' environments (host network;
+# the host's CA bundle is mounted so that a TLS-intercepting proxy works).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,7 +35,7 @@ while [ $# -gt 0 ]; do
     --solution) SOLUTION="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --skip-fullhd) FULLHD=0; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "container_test: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -39,25 +43,28 @@ PY="${PYTHON:-$REPO/.venv/bin/python}"
 CW="$(dirname "$PY")/challenge-welding"
 BASE=localhost/cw-base:bookworm
 IMAGE=localhost/challenge-welding-eval:container-test
+IMAGE_NONROOT=localhost/challenge-welding-eval:container-test-nonroot
 ROOTFS_CACHE=/var/cache/challenge-welding/bookworm-rootfs
 CA=/etc/ssl/certs/ca-certificates.crt
+SOCK=/run/podman/podman.sock
+URL="unix://$SOCK"
 T0=$SECONDS
+FAILED=()
 step() { echo; echo "=== [$((SECONDS - T0)) s] $*"; }
+check() { if [ "$1" = ok ]; then echo "PASS: $2"; else echo "FAIL: $2" >&2; FAILED+=("$2"); fi; }
 
 step "podman"
-if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then
-  [ "$(id -u)" = 0 ] || { echo "podman and debootstrap are missing; run as root to install them" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "container_test: run as root (podman's rootful API service)" >&2; exit 2; }
+if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null || ! command -v runc >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman debootstrap runc >/dev/null
 fi
-if [ "$(id -u)" = 0 ]; then
-  CONF=/etc/containers/containers.conf
-  mkdir -p /etc/containers
-  if ! grep -q '^ *cgroup_manager' "$CONF" 2>/dev/null; then
-    # No systemd inside this machine: cgroupfs; and no ulimit defaults it may not raise.
-    printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n' >> "$CONF"
-    echo "wrote $CONF"
-  fi
+CONF=/etc/containers/containers.conf
+mkdir -p /etc/containers
+if ! grep -q '^ *cgroup_manager' "$CONF" 2>/dev/null; then
+  # No systemd inside this machine: cgroupfs; and no ulimit defaults it may not raise.
+  printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n' >> "$CONF"
+  echo "wrote $CONF"
 fi
 podman --version
 
@@ -72,9 +79,21 @@ if ! podman image exists "$BASE"; then
   tar -C "$ROOTFS_CACHE" -c . | podman import - "$BASE"
 fi
 
-step "build $IMAGE"
-podman --runtime runc build --network=host -v "$CA:$CA:ro" --build-arg BASE_IMAGE="$BASE" \
-  -t "$IMAGE" "$REPO"
+step "build $IMAGE (root, the default) and $IMAGE_NONROOT (APP_USER=welder)"
+BUILD=(podman --runtime runc build --network=host -v "$CA:$CA:ro" --build-arg BASE_IMAGE="$BASE")
+"${BUILD[@]}" -t "$IMAGE" "$REPO"
+"${BUILD[@]}" --build-arg APP_USER=welder -t "$IMAGE_NONROOT" "$REPO"
+
+step "Podman's Docker-compatible API on $URL"
+SERVICE_PID=""
+if [ ! -S "$SOCK" ] || ! podman --url "$URL" version >/dev/null 2>&1; then
+  mkdir -p "$(dirname "$SOCK")"
+  podman --runtime runc system service --time=0 "$URL" > "${TMPDIR:-/tmp}/podman-service.log" 2>&1 &
+  SERVICE_PID=$!
+  for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.2; done
+fi
+cleanup() { [ -z "$SERVICE_PID" ] || kill "$SERVICE_PID" 2>/dev/null || true; }
+trap cleanup EXIT
 
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
@@ -103,22 +122,73 @@ rm -rf "$WORK/host"
 step "bundle"
 "$CW" bundle --data "$DATA" --output "$WORK/bundle.zip" --solution "$SOLUTION"
 
-step "dry run in $IMAGE"
-(cd "$WORK" && rm -rf bundle-unzipped && "$PY" -c \
-  'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' bundle.zip bundle-unzipped)
-EXTRA_RUN_ARGS="--network=host -v $CA:$CA:ro" "$REPO/scripts/dry_run.sh" --engine podman \
-  --image "$IMAGE" --bundle "$WORK/bundle.zip" \
-  --submission "$WORK/bundle-unzipped/solutions/solution-1.zip" \
-  --out "$WORK/dry-run" --uv-cache "$WORK/uv-cache"
+# Declared differences from a Codabench worker: host network and the host's CA bundle
+# (this machine reaches PyPI only so), and a shared environment cache between runs.
+DRY=("$CW" dry-run --bundle "$WORK/bundle.zip" --engine-url "$URL" --network-mode host
+     --mount "$CA:$CA:ro")
+KEEP_ARG=(); [ "$KEEP" = 1 ] && KEEP_ARG=(--keep)
 
-step "compare scores.json: container vs host"
-"$PY" -m challenge_welding.bundle.compare "$WORK/dry-run/scores/scores.json" "$WORK/host/out/scores.json"
+step "a. Solution-1 through the bundle in $IMAGE (the default queue's limit)"
+rc=0; "${DRY[@]}" "${KEEP_ARG[@]}" --image "$IMAGE" --submission "$SOLUTION" --out "$WORK/dry-solution-1" || rc=$?
+if [ $rc = 0 ] && "$PY" -m challenge_welding.bundle.compare "$WORK/dry-solution-1/scores/scores.json" "$WORK/host/out/scores.json"; then
+  check ok "a. Solution-1 scores in the container as on the host"
+else check fail "a. Solution-1 scores in the container as on the host (dry-run status $rc)"; fi
+
+step "b. a submission with metadata.yaml: its own container plants the host run's predictions"
+PLANT="$WORK/planted"
+rm -rf "$PLANT" && cp -r "$SOLUTION" "$PLANT" && mkdir -p "$PLANT/forged"
+cp "$WORK/host/pred/"*.parquet "$WORK/host/pred/ingestion.json" "$PLANT/forged/"
+# Beside the ingestion (which refuses such a submission), wait for it to end, then put
+# valid-looking predictions and a consistent ingestion.json into the shared /app/output.
+printf '%s\n' "command: sh -c 'sleep 25; cp -r /app/program/forged/. /app/output/'" > "$PLANT/metadata.yaml"
+rc=0; "${DRY[@]}" --image "$IMAGE" --submission "$PLANT" --out "$WORK/dry-planted" || rc=$?
+grep -h "ingestionExitCode" "$WORK/dry-planted/predictions/metadata" || true
+if [ $rc = 1 ] && [ ! -f "$WORK/dry-planted/scores/scores.json" ]; then
+  check ok "b. planted metadata.yaml submission refused (scoring: $(tail -n 1 "$WORK/dry-planted/logs/scoring.log" 2>/dev/null))"
+else check fail "b. planted metadata.yaml submission refused (dry-run status $rc)"; fi
+
+step "c. the non-root image under the worker's folder modes"
+rc=0; "${DRY[@]}" --image "$IMAGE_NONROOT" --submission "$SOLUTION" --out "$WORK/dry-nonroot" || rc=$?
+if [ $rc = 1 ] && grep -q "Permission denied" "$WORK/dry-nonroot/logs/ingestion.log"; then
+  check ok "c. non-root image fails as on Codabench: $(grep -m1 'Permission denied' "$WORK/dry-nonroot/logs/ingestion.log")"
+else check fail "c. non-root image fails as on Codabench (dry-run status $rc)"; fi
+
+step "d. a submission pinning opencv-python (not headless)"
+CV="$WORK/opencv-python"
+rm -rf "$CV" && "$PY" - "$CV" <<'PYEOF'
+import sys, textwrap
+from pathlib import Path
+out = Path(sys.argv[1]); pkg = out / "challenge_solution"; pkg.mkdir(parents=True)
+(out / "setup.py").write_text(textwrap.dedent("""\
+    from setuptools import setup, find_packages
+    setup(name="cv-solution", version="0.1", packages=find_packages(),
+          install_requires=open("requirements.txt").read().split())
+    """))
+(out / "requirements.txt").write_text("opencv-python\nnumpy\n")
+(pkg / "__init__.py").write_text("")
+(pkg / "AIComponent.py").write_text(textwrap.dedent("""\
+    import cv2  # opencv-python: needs libGL.so.1 and glib from the image
+    from challenge_welding.AIComponent_interface import AbstractAIComponent
+
+    class MyAIComponent(AbstractAIComponent):
+        def load_model(self, config_file=None):
+            print("cv2", cv2.__version__, "from", cv2.__file__)
+
+        def predict(self, input_images, images_meta_informations, device="cpu"):
+            answers = ["OK" if cv2.mean(img)[0] > 0 else "UNKNOWN" for img in input_images]
+            return {"predictions": answers}
+    """))
+PYEOF
+rc=0; "${DRY[@]}" --image "$IMAGE" --submission "$CV" --out "$WORK/dry-opencv" || rc=$?
+# load_model prints where cv2 came from: the submission's own environment (opencv-python).
+CV2_LINE="$(grep -rhs -m1 '^cv2 .* from .*/site-packages/cv2/' "$WORK/dry-opencv/predictions" || true)"
+if [ $rc = 0 ] && [ -n "$CV2_LINE" ]; then
+  check ok "d. opencv-python submission imports cv2 and scores ($CV2_LINE)"
+else check fail "d. opencv-python submission imports cv2 and scores (dry-run status $rc)"; fi
 
 if [ "$FULLHD" = 1 ]; then
-  # Real photos are 1920x1080; Codabench gives the container the engine's default /dev/shm
-  # (64 MB, the worker sets no shm_size). The same data with the performance images
-  # scaled to full HD must still run to the end.
-  step "full-HD images under the worker's default /dev/shm"
+  # Real photos are 1920x1080; the worker sets no shm_size (64 MB /dev/shm).
+  step "e. full-HD performance images under the worker's 64 MB /dev/shm"
   rm -rf "$WORK/DATA-hd" && cp -r "$DATA" "$WORK/DATA-hd"
   "$PY" - "$WORK/DATA-hd/input_data/performance" <<'PYEOF'
 import sys
@@ -134,17 +204,17 @@ meta["resolution"] = [[1920, 1080]] * len(meta)
 meta.to_parquet(root / "metadata.parquet")
 print(f"{len(meta)} performance images scaled to 1920x1080")
 PYEOF
-  HD=0
-  EXTRA_RUN_ARGS="--network=host -v $CA:$CA:ro" "$REPO/scripts/dry_run.sh" --engine podman \
-    --image "$IMAGE" --data "$WORK/DATA-hd" \
-    --submission "$WORK/bundle-unzipped/solutions/solution-1.zip" \
-    --out "$WORK/dry-run-hd" --uv-cache "$WORK/uv-cache" > "$WORK/dry-run-hd.log" 2>&1 || HD=$?
-  grep -E '^== (ingestion|scoring): exit' "$WORK/dry-run-hd.log" || true
-  if [ $HD -ne 0 ] || ! grep -q '"status": "ok"' "$WORK/dry-run-hd/predictions/ingestion.json" 2>/dev/null; then
-    echo "FAILED: full-HD run under the default /dev/shm (see $WORK/dry-run-hd.log;" \
-         "exit status 135 = SIGBUS: shared memory larger than /dev/shm)" >&2
-    exit 1
-  fi
+  rc=0; "$CW" dry-run --data "$WORK/DATA-hd" --repo "$REPO" --image "$IMAGE" --engine-url "$URL" \
+    --network-mode host --mount "$CA:$CA:ro" --submission "$SOLUTION" --out "$WORK/dry-hd" \
+    > "$WORK/dry-hd.log" 2>&1 || rc=$?
+  if [ $rc = 0 ] && grep -q '"status": "ok"' "$WORK/dry-hd/predictions/ingestion.json"; then
+    check ok "e. full-HD images under a 64 MB /dev/shm"
+  else check fail "e. full-HD images under a 64 MB /dev/shm (status $rc; 135 = SIGBUS; see $WORK/dry-hd.log)"; fi
 fi
-[ "$KEEP" = 1 ] || rm -rf "$WORK/bundle-unzipped" "$WORK/dry-run/run"
+
+echo
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "container test FAILED in $((SECONDS - T0)) s: ${FAILED[*]}" >&2
+  exit 1
+fi
 echo "container test passed in $((SECONDS - T0)) s"

@@ -27,6 +27,7 @@ COMMANDS = {
     "leaderboard": "leaderboard",
     "demo": "demo",
     "bundle": "bundle",
+    "dry-run": "dry_run",
 }
 
 

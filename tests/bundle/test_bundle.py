@@ -173,3 +173,74 @@ def test_vendored_program_runs_help_from_the_unzipped_bundle(bundle_zip, tmp_pat
                          text=True, env=env, cwd=tmp_path, timeout=60)
     assert res.returncode == 0, res.stderr
     assert f"usage: challenge-welding {command}" in res.stdout
+
+
+def test_needed_time_by_hand():
+    from challenge_welding.bundle.bundle import needed_time
+
+    assert needed_time(1200) == {"install": 1200, "images": 100.0, "margin": 200.0,
+                                 "total": 1500.0}
+    assert needed_time(0)["total"] == 1200
+    assert needed_time(24, setup_s=0, safety=1.0)["total"] == 2.0
+
+
+def test_queue_warning_only_past_the_default_queue_without_a_queue():
+    from challenge_welding.bundle.bundle import needed_time, queue_warning
+
+    needs = {"dev": needed_time(1200), "final": needed_time(0, setup_s=100)}
+    line = queue_warning(needs, None)
+    assert line.count("\n") == 0 and "dev 1500 s" in line and "final" not in line
+    assert "min(600 s, the phase's limit) = 600 s" in line and "--queue VHOST" in line
+    assert queue_warning(needs, "my-vhost") is None
+    assert queue_warning({"dev": needed_time(0, setup_s=600)}, None) is None  # 600 fits
+
+
+def test_bundle_queue_and_its_warning(tiny_data, tiny_solution, tmp_path):
+    lines = []
+    out = make_bundle(tiny_data, tmp_path / "q.zip", repo_root=ROOT, solution=tiny_solution,
+                      queue="my-vhost", log=lines.append)
+    assert read_competition(out)["queue"] == "my-vhost"
+    with zipfile.ZipFile(out) as zf:  # the needed time is stated in the bundle itself
+        header = zf.read("competition.yaml").decode().splitlines()[:4]
+    assert f"# dev: 1206 s = install 1200 s + {len(SET_NAMES) * N_PER_SET} images x 1/12 s " \
+           "(2 s) + margin 4 s" in header
+    assert not any(ln.startswith("warning:") for ln in lines)
+    n = len(SET_NAMES) * N_PER_SET
+    assert f"bundle: phase dev needs 1206 s = install 1200 s + {n} images x 1/12 s (2 s) " \
+           "+ margin 4 s" in lines
+    lines.clear()
+    out = make_bundle(tiny_data, tmp_path / "d.zip", repo_root=ROOT, solution=tiny_solution,
+                      log=lines.append)
+    assert "queue" not in read_competition(out)
+    [warning] = [ln for ln in lines if ln.startswith("warning:")]
+    assert "but the phases need dev 1206 s: such submissions fail" in warning
+
+
+def test_final_phase_text_says_which_submissions_migrate():
+    """Codabench migrates the finished submissions on the previous phase's leaderboard;
+    Force_Last keeps each participant's last there, and the text must say so."""
+    comp = yaml.safe_load((ROOT / "competition.yaml").read_text())
+    assert comp["leaderboards"][0]["submission_rule"] == "Force_Last"
+    final = sorted(comp["phases"], key=lambda p: p["index"])[-1]
+    assert final["auto_migrate_to_this_phase"] is True
+    text = " ".join(final["description"].split())
+    assert "each participant's last successful development submission" in text
+    # the scoring output zip is for organisers; the page and the leaderboard stay public
+    assert all(p["hide_score_output"] is True for p in comp["phases"])
+    assert not any(p.get("hide_output") for p in comp["phases"])
+
+
+def test_offline_queue_wheelhouse_in_the_ingestion_command(tiny_data, tmp_path):
+    """The worker passes no variable of ours: the ingestion's command sets it (no shell)."""
+    import shlex
+
+    out = make_bundle(tiny_data, tmp_path / "w.zip", repo_root=ROOT, solution=None,
+                      wheelhouse_path="/app/data/wheelhouse", **QUIET)
+    with zipfile.ZipFile(out) as zf, zipfile.ZipFile(zf.open("ingestion_program.zip")) as ing, \
+            zipfile.ZipFile(zf.open("scoring_program.zip")) as sco:
+        command = yaml.safe_load(ing.read("metadata.yaml"))["command"]
+        scoring = yaml.safe_load(sco.read("metadata.yaml"))["command"]
+    assert shlex.split(command)[:4] == ["env", "CHALLENGE_WELDING_WHEELHOUSE=/app/data/wheelhouse",
+                                        "python3", "/app/program/ingestion.py"]
+    assert not scoring.startswith("env")
+    assert validate_bundle(out) == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -31,6 +32,7 @@ from pathlib import Path
 import yaml
 
 import challenge_welding
+from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S
 from challenge_welding.bundle.validate import validate_bundle
 from challenge_welding.constants import SET_NAMES
 from challenge_welding.errors import ChallengeError
@@ -64,6 +66,36 @@ def execution_time_limit(n_images: int, *, budget_s: float = BUDGET_S_PER_IMAGE,
         raise ValueError("n_images must be >= 0")
     seconds = setup_s + safety * n_images * budget_s
     return int(max(minimum_s, math.ceil(seconds / 300) * 300))
+
+
+def needed_time(n_images: int, *, budget_s: float = BUDGET_S_PER_IMAGE,
+                safety: float = SAFETY_FACTOR, setup_s: float = SETUP_ALLOWANCE_S) -> dict:
+    """A phase's needed time, in its parts: install allowance, images at the budget, margin.
+
+    ``total = setup_s + n * budget_s * safety`` (the margin is the safety factor's share:
+    slower workers, decoding, I/O). 1,200 images: 1200 + 100 + 200 = 1500 s.
+    """
+    images = n_images * budget_s
+    margin = images * (safety - 1)
+    return {"install": setup_s, "images": images, "margin": margin,
+            "total": setup_s + images + margin}
+
+
+def queue_warning(needs: dict[str, dict], queue: str | None,
+                  default_limit: int = DEFAULT_QUEUE_LIMIT_S) -> str | None:
+    """One line when a phase needs more than the default queue gives and no queue is set.
+
+    On Codabench's default queue the worker stops every run at min(MAX_EXECUTION_TIME_LIMIT
+    (600 s on a default install), the phase's limit) (competitions/tasks.py).
+    """
+    over = {name: need["total"] for name, need in needs.items() if need["total"] > default_limit}
+    if queue or not over:
+        return None
+    listed = ", ".join(f"{name} {total:.0f} s" for name, total in over.items())
+    return (f"warning: no queue set: on Codabench's default queue every step is stopped at "
+            f"min({default_limit} s, the phase's limit) = {default_limit} s, but the phases "
+            f"need {listed}: such submissions fail with \"Execution Time Limit exceeded\" "
+            "(give --queue VHOST of a private queue, whose workers apply the phase's limit)")
 
 
 def find_repo_root(start: str | Path | None = None) -> Path:
@@ -137,8 +169,12 @@ def package_source() -> Path:
     return Path(challenge_welding.__file__).resolve().parent
 
 
-def program_zip(program_dir: Path, out: Path) -> Path:
-    """A program folder with the package vendored under vendor/challenge_welding/."""
+def program_zip(program_dir: Path, out: Path, env: dict[str, str] | None = None) -> Path:
+    """A program folder with the package vendored under vendor/challenge_welding/.
+
+    ``env``: variables set for the program by its command (``env NAME=VALUE command``;
+    the worker passes no variable of ours, and runs the command without a shell).
+    """
     if not (program_dir / "metadata.yaml").is_file():
         raise ChallengeError(f"{program_dir}: no metadata.yaml")
     staging = Path(tempfile.mkdtemp(prefix="program-", dir=out.parent))
@@ -146,6 +182,11 @@ def program_zip(program_dir: Path, out: Path) -> Path:
         for p in program_dir.iterdir():
             if p.name != "vendor" and _keep(Path(p.name)):
                 (shutil.copytree if p.is_dir() else shutil.copy2)(p, staging / p.name)
+        if env:
+            meta = yaml.safe_load((staging / "metadata.yaml").read_text())
+            pairs = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+            meta["command"] = f"env {pairs} {meta['command']}"
+            (staging / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
         return zip_tree(staging, out, {"vendor/challenge_welding/": package_source()})
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -214,11 +255,14 @@ def _ignore_with_vendor(directory, names):
 
 
 def render_competition(template: Path, limits: dict[str, int], *, public_data: bool,
-                       solution: bool, final_data: bool, docker_image: str | None = None) -> dict:
+                       solution: bool, final_data: bool, docker_image: str | None = None,
+                       queue: str | None = None) -> dict:
     """The template's content with the bundle's choices applied."""
     comp = yaml.safe_load(template.read_text())
     if docker_image:
         comp["docker_image"] = docker_image
+    if queue:
+        comp["queue"] = queue
     phases = sorted(comp["phases"], key=lambda p: p.get("index", 0))
     if final_data:
         task = dict(comp["tasks"][0])
@@ -242,6 +286,7 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
                 repo_root: str | Path | None = None,
                 final_data: str | Path | None = None, solution: str | Path | None = "default",
                 public_data: bool = True, docker_image: str | None = None,
+                queue: str | None = None, wheelhouse_path: str | None = None,
                 log=print) -> Path:
     """Write the bundle zip and return its path; raise ChallengeError if the result is invalid.
 
@@ -249,6 +294,11 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     without it both phases use ``data_dir``. ``solution``: the reference solution
     folder ("default": reference-solutions/Solution-1; None: no solution).
     ``docker_image``: the image the worker runs (default: competition.yaml's).
+    ``queue``: the vhost of a private queue (competition.yaml's ``queue``; default: the
+    template's, none: Codabench's default queue and its 600 s limit).
+    ``wheelhouse_path``: for a private queue without network, the wheelhouse's path in
+    the container (e.g. /app/data/wheelhouse, the worker's read-only data folder); the
+    ingestion's command then sets CHALLENGE_WELDING_WHEELHOUSE to it.
     """
     data_dir, output_zip = Path(data_dir).resolve(), Path(output_zip).resolve()
     repo = find_repo_root(repo_root)
@@ -267,15 +317,18 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     output_zip.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".bundle-", dir=output_zip.parent))
     try:
-        program_zip(repo / "ingestion_program", stage / "ingestion_program.zip")
+        program_zip(repo / "ingestion_program", stage / "ingestion_program.zip",
+                    env={"CHALLENGE_WELDING_WHEELHOUSE": wheelhouse_path} if wheelhouse_path
+                    else None)
         program_zip(repo / "scoring_program", stage / "scoring_program.zip")
         zip_tree(data_dir / "input_data", stage / "input_data.zip")
         zip_tree(data_dir / "reference_data", stage / "reference_data.zip")
-        limits = {"dev": execution_time_limit(count_images(data_dir))}
+        counts = {"dev": count_images(data_dir)}
         if final_data is not None:
             zip_tree(final_data / "input_data", stage / "input_data_final.zip")
             zip_tree(final_data / "reference_data", stage / "reference_data_final.zip")
-            limits["final"] = execution_time_limit(count_images(final_data))
+            counts["final"] = count_images(final_data)
+        limits = {k: execution_time_limit(n) for k, n in counts.items()}
         if public_data:
             zip_tree(training, stage / "public_data.zip")
         if solution is not None:
@@ -291,10 +344,13 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
             make_logo(stage / "logo.png")
         comp = render_competition(repo / "competition.yaml", limits, public_data=public_data,
                                   solution=solution is not None, final_data=final_data is not None,
-                                  docker_image=docker_image)
+                                  docker_image=docker_image, queue=queue)
+        queue = comp.get("queue")
+        needs = {k: needed_time(n) for k, n in counts.items()}
         header = ("# Generated by `challenge-welding bundle` from the repository's "
                   "competition.yaml\n"
-                  "# (execution_time_limit filled in from the evaluation sets' size).\n")
+                  "# (execution_time_limit filled in from the evaluation sets' size).\n"
+                  + "".join(f"# {k}: {_need_text(counts[k], needs[k])}\n" for k in counts))
         (stage / "competition.yaml").write_text(header + yaml.safe_dump(comp, sort_keys=False,
                                                                          allow_unicode=True))
         tmp_zip = output_zip.with_name(output_zip.name + ".tmp")
@@ -309,5 +365,16 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
         shutil.rmtree(stage, ignore_errors=True)
     size = output_zip.stat().st_size / 1e6
     log(f"bundle: {output_zip} ({size:.1f} MB), validator: no problem; execution_time_limit "
-        + ", ".join(f"{k} {v} s" for k, v in limits.items()))
+        + ", ".join(f"{k} {v} s" for k, v in limits.items())
+        + (f"; queue {queue}" if queue else "; default queue"))
+    for k in counts:
+        log(f"bundle: phase {k} needs {_need_text(counts[k], needs[k])}")
+    warning = queue_warning(needs, queue)
+    if warning:
+        log(warning)
     return output_zip
+
+
+def _need_text(n_images: int, need: dict) -> str:
+    return (f"{need['total']:.0f} s = install {need['install']:.0f} s + {n_images} images x "
+            f"1/12 s ({need['images']:.0f} s) + margin {need['margin']:.0f} s")

@@ -19,6 +19,14 @@ def add_arguments(parser):
     parser.add_argument("--docker-image", metavar="NAME",
                         help="image the Codabench worker runs (default: competition.yaml's, "
                              "built from the Dockerfile with --build-arg APP_USER=root)")
+    parser.add_argument("--queue", metavar="VHOST",
+                        help="a private queue's vhost (competition.yaml's queue): its workers "
+                             "apply each phase's own time limit; without it Codabench's default "
+                             "queue stops every step at 600 s")
+    parser.add_argument("--wheelhouse-path", metavar="PATH",
+                        help="for a private queue without network: the wheelhouse's path in "
+                             "the container (e.g. /app/data/wheelhouse); the ingestion installs "
+                             "submissions from it (CHALLENGE_WELDING_WHEELHOUSE)")
     parser.add_argument("--repo", metavar="DIR",
                         help="repository root (default: found from here or from the package)")
     parser.add_argument("--check", metavar="ZIP",
@@ -43,5 +51,6 @@ def run(args):
     solution = None if args.no_solution else (args.solution or "default")
     make_bundle(args.data, args.output, repo_root=args.repo, final_data=args.final_data,
                 solution=solution, public_data=not args.no_public_data,
-                docker_image=args.docker_image)
+                docker_image=args.docker_image, queue=args.queue,
+                wheelhouse_path=args.wheelhouse_path)
     return 0
