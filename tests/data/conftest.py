@@ -42,3 +42,32 @@ def built(synth, tmp_path_factory):
 def cfg():
     """A fresh small builder config (tests may edit it)."""
     return small_config()
+
+
+PYARROW_PIN = ("pyarrow==19.0.0", "numpy==2.2.6", "pandas==2.2.3")  # the starter kit's pyarrow
+
+
+@pytest.fixture(scope="session")
+def pyarrow19(request):
+    """The python of a scratch venv with the starter kit's pyarrow==19.0.0 (real install, uv).
+
+    Kept in the pytest cache (.pytest_cache/d/pyarrow19-venv), so a machine or CI run
+    installs it once; a file lock keeps parallel workers from building it twice.
+    """
+    import fcntl
+    import subprocess
+    import sys
+
+    from uv import find_uv_bin
+
+    root = request.config.cache.mkdir("pyarrow19-venv")
+    python = root / "venv" / "bin" / "python"
+    marker = root / "venv" / ".complete"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists() or marker.read_text() != " ".join(PYARROW_PIN):
+            uv = find_uv_bin()
+            subprocess.run([uv, "venv", "-q", "--clear", "-p", sys.executable, str(root / "venv")], check=True)
+            subprocess.run([uv, "pip", "install", "-q", "--python", str(python), *PYARROW_PIN], check=True)
+            marker.write_text(" ".join(PYARROW_PIN))
+    return python
