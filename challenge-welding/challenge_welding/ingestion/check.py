@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from challenge_welding.data.parquet_io import write_parquet
 from challenge_welding.ingestion import submission as sub
 
 # The challenge's compute budget: 1/12 s per image on CPU at 1920x1080.
@@ -70,7 +71,7 @@ def synthetic_input(root: Path, n: int = 4, seed: int = 0) -> Path:
         cv2.imwrite(str(folder / rel), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
         rows.append({"sample_id": f"check{i:02d}", "path": rel,
                      "welding-seams": ("c102", "c20", "c33")[i % 3], "resolution": [w, h]})
-    pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+    write_parquet(pd.DataFrame(rows), folder / "metadata.parquet")
     return root
 
 
