@@ -61,7 +61,8 @@ def published(synth, tmp_path_factory):
     shutil.rmtree(store / "challenge-welding/datasets/synthetic_unseen")
     umeta["path"] = rels
     umeta["sha256"] = [h.hex() for h in umeta["sha256"]]
-    _write(umeta[["sample_id", "class", "welding-seams", "path", "sha256"]], unseen)
+    umeta = umeta[["sample_id", "class", "welding-seams", "path", "sha256"]].assign(rig=7)  # + an extra column
+    _write(umeta, unseen)
     # real OOD photos: any names, JPEG and PNG, any size
     photos = base / "ood photos"
     photos.mkdir()
@@ -112,8 +113,10 @@ def test_training_data_is_published_in_the_published_format(published, published
     out, _ = published_build
     train = pd.read_parquet(training_meta_path(out))
     src = _meta(source)
-    # the source's columns, normalised: data_origin, ints, raw sha256; the extra column kept
+    # the source's columns, normalised: data_origin, ints, raw sha256; its extra column kept,
+    # none of the unseen dataset's ("rig")
     assert list(train.columns) == [c if c != "data-origin" else "data_origin" for c in src.columns]
+    assert train["blur_level"].dtype == src["blur_level"].dtype
     assert set(train["comment"]) == {"kept as it is"}
     assert all(isinstance(w, (int, np.integer)) for r in train["resolution"] for w in r)
     for row in train.itertuples():

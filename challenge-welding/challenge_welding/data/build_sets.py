@@ -313,12 +313,10 @@ def read_sources(source, config, unseen_sources=(), ood_source=None, workers=Non
         frames.append(photos)
     meta = pd.concat(frames, ignore_index=True)
     meta["OOD_class"] = meta["OOD_class"].fillna(0).astype(int)
+    # The source's own rows (first in ``meta``, same index) with its own columns and dtypes,
+    # untouched by the other datasets' columns: the training split is taken from them.
+    meta.attrs["source_rows"] = frames[0]
     return meta
-
-
-def read_source(source, config, workers=None, progress=True):
-    """The source dataset alone (see read_sources)."""
-    return read_sources(source, config, workers=workers, progress=progress)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -530,6 +528,7 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
     cfg = copy.deepcopy(cfg)
     _check_config(cfg)
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
+    source_rows = meta.attrs.pop("source_rows")
     sets, training = plan_sets(meta, cfg, seed)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -576,7 +575,7 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
                 [c for c in ("perturbation", "level", "ood", "position") if c in table.columns]
             write_parquet(table[ref_cols], work / "reference_data" / f"{name}.parquet")
 
-        train, files = training_frame(meta.loc[training])
+        train, files = training_frame(source_rows.loc[training])
         store = work / TRAINING_NAME
         (dataset_path(store, TRAINING_NAME) / "metadata").mkdir(parents=True)
         for rel, src in zip(train["path"], files):
