@@ -26,23 +26,32 @@ import numpy as np
 import pandas as pd
 
 
-def full_hd_source(root: Path, n: int) -> Path:
-    from challenge_welding.data.synth import generate_dataset
+def full_hd_source(root: Path, n: int):
+    """A synthetic storage root (source, unseen seams, OOD photos) upscaled to 1920x1080."""
+    from challenge_welding.data.synth import generate_dataset, synth_output
 
-    src = generate_dataset(root / "small", n=n, seed=11, resolution=(480, 270), ko_share=0.3,
-                           ood_share=0.05, half_share=0.0, progress=False)
-    meta = pd.read_parquet(src / "metadata" / "ds_meta.parquet")
-    out = root / "hd"
-    for i, row in meta.iterrows():
-        img = cv2.resize(cv2.imread(str(src / row["path"])), (1920, 1080), interpolation=cv2.INTER_CUBIC)
+    small = generate_dataset(root / "small", n=n, seed=11, resolution=(480, 270), ko_share=0.3,
+                             ood_share=0.05, half_share=0.0, progress=False)
+    hd = synth_output(root / "hd")
+
+    def upscale(src, dst):
+        img = cv2.resize(cv2.imread(str(src)), (1920, 1080), interpolation=cv2.INTER_CUBIC)
         data = cv2.imencode(".jpeg", img, [cv2.IMWRITE_JPEG_QUALITY, 92])[1].tobytes()
-        (out / row["path"]).parent.mkdir(parents=True, exist_ok=True)
-        (out / row["path"]).write_bytes(data)
-        meta.at[i, "sha256"] = hashlib.sha256(data).hexdigest()
-        meta.at[i, "resolution"] = [1920, 1080]
-    (out / "metadata").mkdir()
-    meta.to_parquet(out / "metadata" / "ds_meta.parquet", index=False)
-    return out
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_bytes(data)
+        return data
+
+    for folder, out in ((small.source, hd.source), (small.unseen, hd.unseen)):
+        meta = pd.read_parquet(folder / "metadata" / "ds_meta.parquet")
+        for i, row in meta.iterrows():
+            data = upscale(small.store / row["path"], hd.store / row["path"])
+            meta.at[i, "sha256"] = hashlib.sha256(data).digest()
+            meta.at[i, "resolution"] = [1920, 1080]
+        (out / "metadata").mkdir(parents=True)
+        meta.to_parquet(out / "metadata" / "ds_meta.parquet", index=False)
+    for photo in sorted(small.ood.iterdir()):
+        upscale(photo, hd.ood / (photo.stem + ".jpeg"))
+    return hd
 
 
 def _raw_one(task):
@@ -73,13 +82,14 @@ def main():
         print(f"source: {args.n} images at 1920x1080 prepared in {time.perf_counter() - t0:.1f} s")
 
         t0 = time.perf_counter()
-        data = build_sets(source, tmp / "data", seed=0, config=cfg, workers=args.workers, progress=False)
+        data = build_sets(out=tmp / "data", seed=0, config=cfg, workers=args.workers, progress=False,
+                          **source.build_args())
         t_build = time.perf_counter() - t0
         outputs = sorted((data / "input_data").rglob("*.jpeg"))
         n_out = len(outputs)
 
         # raw: the same number of output images, each from its own decode of a source image
-        srcs = sorted(str(p) for p in (source / "images").rglob("*.jpeg"))
+        srcs = sorted(str(p) for p in source.store.rglob("*.jpeg"))
         (tmp / "raw").mkdir()
         tasks = [(srcs[i % len(srcs)], str(tmp / "raw" / f"{i}.jpeg")) for i in range(n_out)]
         t0 = time.perf_counter()

@@ -7,11 +7,11 @@ IN_DOMAIN_SEAMS = ("c102", "c20", "c33")
 UNSEEN_SEAMS = ("c19", "c34", "c101")
 PERTURBATIONS = ("blur", "luminance", "rotation", "translation")
 
-# Source dataset (the challenge's published format): ROOT/metadata/ds_meta.parquet
+# Source dataset (the challenge's published format): STORE/challenge-welding/datasets/<name>/metadata/ds_meta.parquet
 SOURCE_META = "metadata/ds_meta.parquet"
 SOURCE_COLUMNS = (
     "sample_id", "class", "timestamp", "welding-seams", "labelling_type", "resolution",
-    "path", "sha256", "storage_type", "data-origin", "blur_level", "blur_class",
+    "path", "sha256", "storage_type", "data_origin", "blur_level", "blur_class",
     "luminosity_level", "external_path",
 )
 

@@ -1,5 +1,9 @@
 """The end-to-end demo: synthetic data -> evaluation sets -> Solution-1 -> leaderboard.
 
+The data take the organisers' path: synth writes a storage root in the published layout
+(a source dataset, a dataset of unseen seams, a folder of OOD photos) and build-sets
+reads it with --source, --unseen-source and --ood-source.
+
 Every step writes into WORKDIR and leaves a marker (WORKDIR/.steps/<step>.json
 holding the step's parameters) once its output is complete; a re-run skips the
 steps whose marker matches, and redoes a step (and every later one) whose
@@ -89,7 +93,7 @@ def no_trust_copy(trained: Path, target: Path) -> None:
 def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
     from challenge_welding.data.build_sets import build_sets
-    from challenge_welding.data.synth import generate_dataset
+    from challenge_welding.data.synth import generate_dataset, synth_output
     from challenge_welding.evaluate import evaluate
     from challenge_welding.leaderboard import leaderboard, output_paths, text_table
 
@@ -102,15 +106,16 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     if n is not None:
         size["n"] = int(n)
     params = {"seed": seed, **size}
-    source, data = workdir / "source", workdir / "data"
+    store, data = workdir / "store", workdir / "data"
     solutions, results = workdir / "solutions", workdir / "results"
     t0 = time.perf_counter()
 
-    _say(f"1/5 synthetic source dataset ({size['n']} images) -> {source}")
+    _say(f"1/5 synthetic welds ({size['n']} images, published layout) -> {store}")
     if steps.done("synth", params):
         _say("    reused")
+        synth = synth_output(store)
     else:
-        generate_dataset(_fresh(source), n=size["n"], seed=seed, ko_share=KO_SHARE)
+        synth = generate_dataset(_fresh(store), n=size["n"], seed=seed, ko_share=KO_SHARE)
         steps.mark("synth", params)
 
     _say(f"2/5 evaluation sets -> {data}")
@@ -119,7 +124,9 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     else:
         config = workdir / "demo_build_config.yaml"
         config.write_text(DEMO_BUILD_CONFIG["quick" if quick else "default"])
-        build_sets(source, _fresh(data), seed=seed, config=config)
+        _say(f"    build-sets --source {synth.source} --unseen-source {synth.unseen} "
+             f"--ood-source {synth.ood}")
+        build_sets(out=_fresh(data), seed=seed, config=config, **synth.build_args())
         steps.mark("build-sets", params)
 
     _say(f"3/5 training Solution-1 on {data / 'training_data'} -> {solutions}")

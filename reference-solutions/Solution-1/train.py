@@ -74,14 +74,19 @@ def _features_of(args):
 def load_training(data: Path, workers: int):
     import pandas as pd
 
-    meta_path = data / "metadata" / "ds_meta.parquet"
-    if not meta_path.exists():
-        raise SystemExit(f"error: {meta_path} not found (expected the source-dataset format)")
+    # The published layout: DATA is a dataset folder (its metadata inside) or the storage
+    # root holding one dataset; image paths are relative to the storage root or the dataset.
+    found = [data / "metadata" / "ds_meta.parquet"] + sorted(data.glob("challenge-welding/datasets/*/metadata/ds_meta.parquet"))
+    found = [p for p in found if p.exists()]
+    if len(found) != 1:
+        raise SystemExit(f"error: expected one metadata/ds_meta.parquet in {data} (the published format), found {len(found)}")
+    meta_path = found[0]
+    roots = [meta_path.parents[1]] + list(meta_path.parents[2:5])
     meta = pd.read_parquet(meta_path)
     if "OOD_class" in meta.columns:  # real OOD rows are not weld classes
         meta = meta[meta["OOD_class"].fillna(0).astype(int) == 0]
     meta = meta.reset_index(drop=True)
-    jobs = [(data / p, i, N_AUG) for i, p in enumerate(meta["path"])]
+    jobs = [(next((r / p for r in roots if (r / p).is_file()), data / p), i, N_AUG) for i, p in enumerate(meta["path"])]
     with ProcessPoolExecutor(workers) as pool:
         feats = list(pool.map(_features_of, jobs, chunksize=16))
     y = (meta["class"].to_numpy() == "KO").astype(int)

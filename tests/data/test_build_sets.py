@@ -1,4 +1,4 @@
-"""build-sets on a tiny synthetic source: sizes, balance, ladders, labels, hygiene, errors."""
+"""build-sets on a tiny synthetic storage root: sizes, balance, ladders, labels, hygiene, errors."""
 
 import hashlib
 import math
@@ -13,7 +13,8 @@ from sklearn.metrics import roc_auc_score
 
 from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, UNSEEN_SEAMS
 from challenge_welding.data import perturbations as pt
-from challenge_welding.data.build_sets import build_sets
+from challenge_welding.data.build_sets import build_sets, training_meta_path
+from challenge_welding.data.source import photo_files
 from challenge_welding.errors import ChallengeError
 
 
@@ -35,8 +36,14 @@ def src(source):
     return pd.read_parquet(source / "metadata" / "ds_meta.parquet")
 
 
+@pytest.fixture(scope="module")
+def unseen(synth):
+    return pd.read_parquet(synth.unseen / "metadata" / "ds_meta.parquet")
+
+
 def in_domain_normal(src):
-    return src[(src["OOD_class"] == 0) & ~src["welding-seams"].isin(UNSEEN_SEAMS)]
+    assert not set(src["welding-seams"]) & set(UNSEEN_SEAMS)  # the unseen seams are elsewhere
+    return src
 
 
 def test_layout_and_columns(built):
@@ -58,14 +65,21 @@ def test_performance_is_a_stratified_20_percent(built, src):
     assert got == expected  # 20 % of every (seam, class) group; enough KO here, no top-up
 
 
-def test_training_is_the_rest_and_disjoint_from_performance(built, src, source):
-    train = pd.read_parquet(built / "training_data" / "metadata" / "ds_meta.parquet")
+def test_training_is_the_rest_and_disjoint_from_performance(built, src, synth):
+    meta_path = training_meta_path(built)
+    assert meta_path == built / "training_data/challenge-welding/datasets/training_data/metadata/ds_meta.parquet"
+    train = pd.read_parquet(meta_path)
     dom = in_domain_normal(src)
     assert len(train) == len(dom) - len(ref(built, "performance"))
     assert set(train["sample_id"]) <= set(dom["sample_id"])
+    assert list(train.columns) == list(src.columns)  # the published format, nothing added
     for row in train.itertuples():
+        # the published layout: path relative to the storage root DATA/training_data
+        assert re.fullmatch(r"challenge-welding/datasets/training_data/c(102|20|33)/(expert|operator)/"
+                            r"sample_\d+\.jpeg", row.path)
+        assert row.path.split("/")[3:5] == [getattr(row, "_4"), row.labelling_type]
         data = (built / "training_data" / row.path).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == row.sha256
+        assert hashlib.sha256(data).digest() == row.sha256  # raw bytes, as published
     # Independent route: no performance image is (up to re-encoding) a training image,
     # and every one is some source image.
     def thumbs(paths):
@@ -73,17 +87,18 @@ def test_training_is_the_rest_and_disjoint_from_performance(built, src, source):
                          .astype(np.float32).ravel() for p in paths])
     perf = thumbs(built / "input_data" / "performance" / p for p in inp(built, "performance")["path"])
     tr = thumbs(built / "training_data" / p for p in train["path"])
-    allsrc = thumbs(source / p for p in src["path"])
+    allsrc = thumbs(synth.store / p for p in src["path"])
     dist = lambda a, b: np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2).min(axis=1)
     assert dist(perf, allsrc).max() < 1.5
     assert dist(perf, tr).min() > 3.0
 
 
-def test_generalization_is_the_unseen_seams(built, src):
+def test_generalization_is_the_unseen_seams(built, unseen):
     g = ref(built, "generalization")
-    normal_unseen = src[(src["OOD_class"] == 0) & src["welding-seams"].isin(UNSEEN_SEAMS)]
-    assert len(g) == len(normal_unseen)
-    assert sorted(g["class"]) == sorted(normal_unseen["class"])
+    assert set(unseen["welding-seams"]) == set(UNSEEN_SEAMS)
+    assert len(g) == len(unseen)  # below generalization.max_size: every row
+    assert sorted(g["class"]) == sorted(unseen["class"])
+    assert sorted(g["welding-seams"]) == sorted(unseen["welding-seams"])
 
 
 def test_robustness_ladders_balance_and_levels(built, cfg):
@@ -132,18 +147,22 @@ def test_robustness_images_are_the_clean_ones_perturbed(built, perturbation, lev
         assert min(np.abs(c - img).mean() for c in clean if c.shape == img.shape) > best + 1.0
 
 
-def test_ood_sets_are_balanced(built, src, source):
+def test_ood_sets_are_balanced(built, src, synth):
     syn = ref(built, "ood_synthetic")
     assert (syn["ood"] == 1).sum() == (syn["ood"] == 0).sum() == 25
     real = ref(built, "ood_real")
-    n_ood = int(src["OOD_class"].sum())
-    assert (real["ood"] == 1).sum() == (real["ood"] == 0).sum() == n_ood
-    assert sorted(real[real["ood"] == 1]["class"]) == sorted(src[src["OOD_class"] == 1]["class"])
+    photos = photo_files(synth.ood)
+    assert len(photos) == round(0.08 * 360)
+    assert (real["ood"] == 1).sum() == (real["ood"] == 0).sum() == len(photos)
+    # the OOD rows are the photos (re-encoded), shown with their own size and an in-domain seam
+    real_in = inp(built, "ood_real").merge(real[["sample_id", "ood"]], on="sample_id")
+    sizes = sorted(tuple(cv2.imread(str(p)).shape[1::-1]) for p in photos)
+    assert sorted(tuple(r) for r in real_in[real_in["ood"] == 1]["resolution"]) == sizes
+    assert set(real_in["welding-seams"]) <= {"c102", "c20", "c33"}
     # Independent route: a normal image is a source image re-encoded, an OOD one is far
     # from every source image of its size (blur, exposure, colour or noise changed it).
     # (normal source photos only: a real-OOD dark photo is as black as a synthetic one)
-    originals = [cv2.imread(str(source / p)).astype(np.float32)
-                 for p in src[src["OOD_class"] == 0]["path"]]
+    originals = [cv2.imread(str(synth.store / p)).astype(np.float32) for p in src["path"]]
     meta = inp(built, "ood_synthetic").merge(syn, on="sample_id")
     for path, ood in zip(meta["path"], meta["ood"]):
         img = image(built, "ood_synthetic", path).astype(np.float32)
@@ -222,62 +241,68 @@ def _files(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_same_seed_same_bytes(built, source, tmp_path, cfg):
-    again = build_sets(source, tmp_path / "again", seed=7, config=cfg, workers=1, progress=False)
+def test_same_seed_same_bytes(built, synth, tmp_path, cfg):
+    again = build_sets(out=tmp_path / "again", seed=7, config=cfg, workers=1, progress=False,
+                       **synth.build_args())
     a, b = _files(built), _files(again)
     assert a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []
 
 
-def _broken_copy(source, tmp_path):
-    dst = tmp_path / "src"
-    shutil.copytree(source, dst)
+def _broken_copy(synth, tmp_path):
+    """A copy of the whole storage root; returns (the source dataset folder in it, its metadata)."""
+    store = tmp_path / "store"
+    shutil.copytree(synth.store, store)
+    dst = store / synth.source.relative_to(synth.store)
     return dst, pd.read_parquet(dst / "metadata" / "ds_meta.parquet")
 
 
-def _expect_error(src_dir, tmp_path, pattern, config):
+def _expect_error(src_dir, tmp_path, pattern, config, **inputs):
     out = tmp_path / "out"
+    inputs.setdefault("source", src_dir)
     with pytest.raises(ChallengeError, match=pattern) as info:
-        build_sets(src_dir, out, seed=1, config=config, progress=False)
+        build_sets(out=out, seed=1, config=config, progress=False, **inputs)
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
     return str(info.value)
 
 
-def test_bad_files_are_all_listed(source, tmp_path, cfg):
-    src_dir, meta = _broken_copy(source, tmp_path)
-    (src_dir / meta["path"][0]).unlink()
-    (src_dir / meta["path"][1]).write_bytes(b"not a jpeg")
-    meta.loc[2, "sha256"] = "0" * 64
+def test_bad_files_are_all_listed(synth, tmp_path, cfg):
+    src_dir, meta = _broken_copy(synth, tmp_path)
+    store = src_dir.parents[2]
+    (store / meta["path"][0]).unlink()
+    (store / meta["path"][1]).write_bytes(b"not a jpeg")
+    meta.loc[2, "sha256"] = bytes(32)
     meta.to_parquet(src_dir / "metadata" / "ds_meta.parquet", index=False)
     msg = _expect_error(src_dir, tmp_path, "3 bad rows", cfg)
-    assert f"{meta['sample_id'][0]} ({meta['path'][0]}): missing" in msg
+    assert f"{meta['sample_id'][0]} ({meta['path'][0]}): missing file (not at {store / meta['path'][0]}" in msg
     assert f"{meta['sample_id'][1]}" in msg and "sha256 mismatch" in msg
-    assert f"{meta['sample_id'][2]} ({meta['path'][2]}): sha256 mismatch" in msg
+    assert f"{meta['sample_id'][2]} ({meta['path'][2]}): sha256 mismatch (file " in msg
 
 
-def test_unknown_seams_capped_listing(source, tmp_path, cfg):
-    src_dir, meta = _broken_copy(source, tmp_path)
+def test_unknown_seams_capped_listing(synth, tmp_path, cfg):
+    src_dir, meta = _broken_copy(synth, tmp_path)
     meta.loc[:14, "welding-seams"] = "c999"
     meta.to_parquet(src_dir / "metadata" / "ds_meta.parquet", index=False)
     msg = _expect_error(src_dir, tmp_path, "15 bad rows", cfg)
     assert "unknown seam 'c999'" in msg and "(and 5 more)" in msg
-    assert msg.count("c999") == 10
+    assert msg.count("'c999'") == 10
 
 
-def test_missing_columns(source, tmp_path, cfg):
-    src_dir, meta = _broken_copy(source, tmp_path)
+def test_missing_columns(synth, tmp_path, cfg):
+    src_dir, meta = _broken_copy(synth, tmp_path)
     meta.drop(columns=["sha256", "class"]).to_parquet(src_dir / "metadata" / "ds_meta.parquet")
     _expect_error(src_dir, tmp_path, "missing columns class, sha256", cfg)
 
 
-def test_too_few_ko(source, tmp_path, cfg):
+def test_too_few_ko(synth, tmp_path, cfg):
     cfg["robustness"]["min_ko_per_level"] = 500
-    _expect_error(source, tmp_path, "too few KO for the robustness set", config=cfg)
+    _expect_error(tmp_path / "unused", tmp_path, "too few KO for the robustness set", config=cfg,
+                  **synth.build_args())
 
 
-def test_a_failed_rebuild_leaves_the_old_build(built, source, tmp_path, cfg):
+def test_a_failed_rebuild_leaves_the_old_build(built, synth, tmp_path, cfg):
     before = _files(built / "reference_data")
     cfg["robustness"]["min_ko_per_level"] = 500
     with pytest.raises(ChallengeError):
-        build_sets(source, built, seed=7, config=cfg, progress=False)
+        build_sets(out=built, seed=7, config=cfg, progress=False, **synth.build_args())
     assert _files(built / "reference_data") == before

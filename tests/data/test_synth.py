@@ -1,6 +1,8 @@
-"""The synthetic source dataset: columns, measured values recomputed from the files, shares."""
+"""synth: the published format and layout, measured values recomputed from the files, shares."""
 
 import hashlib
+import re
+from datetime import datetime
 
 import cv2
 import numpy as np
@@ -8,66 +10,100 @@ import pandas as pd
 import pytest
 
 from challenge_welding.constants import IN_DOMAIN_SEAMS, SOURCE_COLUMNS, UNSEEN_SEAMS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.data.source import photo_files
 from challenge_welding.data.synth import generate_dataset
+from challenge_welding.errors import ChallengeError
 
-N, KO_SHARE = 360, 0.3  # as in conftest.py
+N, KO_SHARE, OOD_SHARE = 360, 0.3, 0.08  # as in conftest.py
+
+
+def _meta(folder):
+    return pd.read_parquet(folder / "metadata" / "ds_meta.parquet")
 
 
 @pytest.fixture(scope="module")
-def meta(source):
-    return pd.read_parquet(source / "metadata" / "ds_meta.parquet")
+def both(synth):
+    """The source's and the unseen dataset's metadata, in that order."""
+    return _meta(synth.source), _meta(synth.unseen)
 
 
-def test_every_column_filled(meta):
-    assert list(meta.columns) == list(SOURCE_COLUMNS) + ["OOD_class"]
-    assert len(meta) == N and meta["sample_id"].is_unique
-    assert not meta.drop(columns=["external_path"]).isna().any().any()
-    assert set(meta["class"]) == {"OK", "KO"}
-    assert set(meta["labelling_type"]) == {"expert", "operator"}
-    assert set(meta["OOD_class"]) == {0, 1}
+def test_layout(synth, tmp_path):
+    assert synth.source == synth.store / "challenge-welding/datasets/synthetic"
+    assert synth.unseen == synth.store / "challenge-welding/datasets/synthetic_unseen"
+    assert synth.ood == synth.store / "ood_photos"
+    assert sorted(p.name for p in (synth.store / "challenge-welding/datasets").iterdir()) == \
+        ["synthetic", "synthetic_unseen"]
+    # the photo folder is plain: photos only, JPEG and PNG, no metadata
+    suffixes = {p.suffix for p in synth.ood.iterdir()}
+    assert suffixes == {".jpg", ".png"}
 
 
-def test_measured_columns_match_the_files(source, meta):
-    for row in meta.itertuples():
-        data = (source / row.path).read_bytes()
-        assert data[:2] == b"\xff\xd8"  # a real JPEG
-        assert hashlib.sha256(data).hexdigest() == row.sha256
-        grey = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
-        assert [grey.shape[1], grey.shape[0]] == list(row.resolution)
-        assert row.blur_level == pytest.approx(cv2.Laplacian(grey, cv2.CV_64F).var(), rel=1e-9)
-        assert row.luminosity_level == pytest.approx(grey.mean(), rel=1e-9)
-        assert row.blur_class == ("blurry" if row.blur_level < 950 else "sharp")
+def test_every_column_in_its_published_form(synth, both):
+    for name, meta in zip(("synthetic", "synthetic_unseen"), both):
+        assert list(meta.columns) == list(SOURCE_COLUMNS)  # no OOD_class, data_origin with "_"
+        assert meta["sample_id"].map(lambda s: bool(re.fullmatch(r"data_\d+", s))).all()
+        assert not meta.isna().any().any()
+        assert set(meta["class"]) == {"OK", "KO"}
+        assert set(meta["storage_type"]) == {"s3"} and set(meta["data_origin"]) == {"synthetic"}
+        assert meta["external_path"].str.match(r"https?://").all()
+        for row in meta.itertuples():
+            assert re.fullmatch(rf"challenge-welding/datasets/{name}/c\d+/(expert|operator)/sample_\d+\.jpeg",
+                                row.path)
+            assert row.path.split("/")[3:5] == [row._4, row.labelling_type]
+            assert row.external_path.endswith("/" + row.path)
+            # expert rows "22/01/20 12:49", operator rows "18/07/2022 20:18"
+            form = "%d/%m/%y %H:%M" if row.labelling_type == "expert" else "%d/%m/%Y %H:%M"
+            assert datetime.strptime(row.timestamp, form).strftime(form) == row.timestamp
+    assert not set(both[0]["sample_id"]) & set(both[1]["sample_id"])
 
 
-def test_shares(meta):
-    # exact allocation: 12 % unseen seams, in-domain 39/22/39 %, KO and OOD shares
-    counts = meta["welding-seams"].value_counts()
-    unseen = counts[list(UNSEEN_SEAMS)].sum()
-    assert unseen == round(0.12 * N)
-    dom = counts[list(IN_DOMAIN_SEAMS)]
-    assert abs(dom["c102"] / dom.sum() - 0.39) < 0.01 and abs(dom["c20"] / dom.sum() - 0.22) < 0.01
-    # label noise: a few operator rows flipped both ways, none on expert rows
-    assert abs((meta["class"] == "KO").mean() - KO_SHARE) < 0.03
-    assert meta["OOD_class"].sum() == round(0.08 * N)
-    assert set(meta["resolution"].map(tuple)) == {(160, 90), (80, 45)}
+def test_measured_columns_match_the_files(synth, both):
+    for meta in both:
+        for row in meta.itertuples():
+            data = (synth.store / row.path).read_bytes()  # path relative to the storage root
+            assert data[:2] == b"\xff\xd8"  # a real JPEG
+            assert row.sha256 == hashlib.sha256(data).digest()  # the 32 raw bytes
+            grey = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_GRAYSCALE)
+            assert [grey.shape[1], grey.shape[0]] == list(row.resolution)
+            assert row.blur_level == pytest.approx(cv2.Laplacian(grey, cv2.CV_64F).var(), rel=1e-9)
+            assert row.luminosity_level == pytest.approx(grey.mean() / 255 * 100, rel=1e-9)
+            assert row.blur_class == ("blur" if row.blur_level < 950 else "clean")
 
 
-def test_real_ood_images_differ(meta):
+def test_shares(synth, both):
+    src, unseen = both
+    photos = photo_files(synth.ood)
+    assert len(src) + len(unseen) + len(photos) == N
+    assert len(unseen) == round(0.12 * N) and len(photos) == round(OOD_SHARE * N)
+    assert set(src["welding-seams"]) == set(IN_DOMAIN_SEAMS)
+    assert set(unseen["welding-seams"]) == set(UNSEEN_SEAMS)
+    counts = src["welding-seams"].value_counts()
+    assert abs(counts["c102"] / len(src) - 0.39) < 0.01 and abs(counts["c20"] / len(src) - 0.22) < 0.01
+    allrows = pd.concat([src, unseen])
+    assert abs((allrows["class"] == "KO").mean() - KO_SHARE) < 0.03
+    assert set(allrows["resolution"].map(tuple)) == {(160, 90), (80, 45)}
+
+
+def test_real_ood_photos_differ(synth, both):
     # OOD photos (dark, bright, glare, occlusion, motion blur) sit at the extremes more often
-    ood = meta[meta["OOD_class"] == 1]
-    normal = meta[meta["OOD_class"] == 0]
-    extreme = lambda f: ((f.luminosity_level < 40) | (f.luminosity_level > 200)).mean()
-    assert extreme(ood) > extreme(normal) + 0.2
+    def lum(path):
+        return cv2.imread(str(path), cv2.IMREAD_GRAYSCALE).mean() / 255 * 100
+
+    extreme = lambda values: np.mean([(v < 16) | (v > 78) for v in values])
+    ood = [lum(p) for p in photo_files(synth.ood)]
+    assert extreme(ood) > extreme(both[0]["luminosity_level"]) + 0.2
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_same_seed_same_bytes(tmp_path):
-    a = generate_dataset(tmp_path / "a", n=12, seed=5, resolution=(96, 54), workers=2, progress=False)
-    b = generate_dataset(tmp_path / "b", n=12, seed=5, resolution=(96, 54), workers=1, progress=False)
-    ma, mb = (pd.read_parquet(p / "metadata" / "ds_meta.parquet") for p in (a, b))
-    pd.testing.assert_frame_equal(ma, mb)
-    c = generate_dataset(tmp_path / "c", n=12, seed=6, resolution=(96, 54), progress=False)
-    assert set(pd.read_parquet(c / "metadata" / "ds_meta.parquet")["sha256"]).isdisjoint(ma["sha256"])
+    a = generate_dataset(tmp_path / "a", n=30, seed=5, resolution=(96, 54), workers=2, progress=False)
+    b = generate_dataset(tmp_path / "b", n=30, seed=5, resolution=(96, 54), workers=1, progress=False)
+    assert _files(a.store) == _files(b.store)
+    c = generate_dataset(tmp_path / "c", n=30, seed=6, resolution=(96, 54), progress=False)
+    assert set(_meta(c.source)["sha256"]).isdisjoint(_meta(a.source)["sha256"])
 
 
 def test_refuses_a_non_empty_folder(tmp_path):

@@ -50,4 +50,116 @@ def test_requirement_findings(tmp_path):
     assert found["warning:requirements.txt: not pinned to an exact version: numpy>=1.26, torch"]
     assert found["warning:requirements.txt: 'opencv-python==4.11.0.86' needs libGL, often absent "
                  "on evaluation workers"].fix == "use opencv-python-headless with the same version"
-    assert any(k.startswith("ok:requirements.txt: 'challenge-welding==1.0' is satisfied") for k in found)
+    assert any(k.startswith("ok:requirements.txt: 'challenge-welding==1.0': the evaluator installs the "
+                            "published package where its Python is >= 3.12, else its own interface "
+                            "stand-in") for k in found)
+
+
+# ----------------------------------------------------------------------------- the published package
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from challenge_welding.ingestion import environment as envmod  # noqa: E402
+
+from ingestion_helpers import REQUIREMENTS  # noqa: E402
+
+PY312 = Path("/root/.pyenv/versions/3.12.1/bin/python3.12")
+OLD_PATH = GOOD.replace("challenge_welding.ai_component_interface", "challenge_welding.AIComponent_interface")
+
+
+def test_the_pin_on_python_below_3_12_gets_the_stand_in_and_says_so(tmp_path, env_cache):
+    sub = make_submission(tmp_path / "sub", OLD_PATH, requirements=REQUIREMENTS + "challenge-welding==1.0\n")
+    findings = check_submission(sub, cache_dir=env_cache, log=lambda s: None)
+    assert [f for f in findings if f.level == "error"] == []
+    major, minor = sys.version_info[:2]
+    assert (major, minor) < (3, 12)  # this machine's Python; the image's 3.12 is tested below
+    note = next(f for f in findings if f.message.startswith("requirement 'challenge-welding==1.0'"))
+    assert note.message == (
+        "requirement 'challenge-welding==1.0' satisfied by the evaluator: its own challenge-welding 1.0 "
+        "interface package (numpy only) is installed in its place (the published package needs "
+        f"Python >= 3.12, this is {major}.{minor}; only the interface modules import)")
+
+
+@pytest.mark.skipif(not PY312.exists(), reason=f"no Python 3.12 at {PY312}")
+def test_the_pin_on_python_3_12_installs_the_published_package(tmp_path, env_cache):
+    # what user_interface and inference_tools import (dataloaders also needs torch)
+    reqs = ("challenge-welding==1.0\nnumpy==2.2.6\npandas==2.2.3\npyyaml==6.0.2\nrequests==2.32.3\n"
+            "pillow==11.0.0\ntqdm==4.67.0\nmatplotlib==3.10.0\n")
+    sub = make_submission(tmp_path / "sub", OLD_PATH, requirements=reqs)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = envmod.prepare_environment(sub, work, cache_dir=env_cache, python=str(PY312), log=lambda s: None)
+    assert env.interface == "published"
+    assert env.notes == ["requirement 'challenge-welding==1.0': the published package is installed from "
+                         "the package index (Python 3.12 >= 3.12), with its user_interface, "
+                         "inference_tools and dataloaders"]
+    probe = ("import importlib.metadata as m, importlib.util as u, sys\n"
+             "import challenge_welding.user_interface, challenge_welding.inference_tools\n"
+             "from challenge_welding.AIComponent_interface import AbstractAIComponent as A\n"
+             "from challenge_welding.ai_component_interface import AbstractAIComponent as B\n"
+             "assert A is B\n"
+             "print(sys.version_info[:2], m.version('challenge-welding'), "
+             "u.find_spec('challenge_welding.dataloaders') is not None)\n")
+    res = subprocess.run([env.python, "-c", probe], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(env.pythonpath)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "(3, 12) 1.0 True"
+    # and the submission imports through the older path, from the published package
+    res = subprocess.run([env.python, "-c", "from challenge_solution.AIComponent import MyAIComponent; "
+                          "import challenge_welding; print(challenge_welding.__file__)"],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(env.pythonpath)})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().startswith(env.path)
+
+
+def test_a_missing_system_library_is_an_error_of_the_evaluator_image(tmp_path, env_cache):
+    # a real loader failure, as opencv-python gives without libGL.so.1
+    component = "import ctypes\nctypes.CDLL('libXcw-missing.so.1')\n" + GOOD
+    sub = make_submission(tmp_path / "sub", component)
+    findings = check_submission(sub, cache_dir=env_cache, log=lambda s: None)
+    errors = [f for f in findings if f.level == "error"]
+    assert len(errors) == 1
+    assert errors[0].message.startswith("the evaluator image lacks the system library libXcw-missing.so.1: "
+                                        "an error of the evaluator image, not of the submission (")
+    assert "organisers: install" in errors[0].fix
+
+
+# ----------------------------------------------------------------------------- wheelhouse
+def _install(tmp_path, name="sub"):
+    sub = make_submission(tmp_path / name)
+    work = tmp_path / f"work-{name}"
+    work.mkdir()
+    env = envmod.prepare_environment(sub, work, cache_dir=tmp_path / "envs", log=lambda s: None)
+    return env, (work / "install.log").read_text()
+
+
+def test_the_wheelhouse_variable_makes_installs_offline(tmp_path, monkeypatch):
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    monkeypatch.setenv(envmod.WHEELHOUSE_ENV, str(wheelhouse))
+    # empty: nothing can be installed, since the index is never asked
+    with pytest.raises(envmod.InstallError) as info:
+        _install(tmp_path, "empty")
+    assert "installing requirements.txt and the submission failed" in str(info.value)
+    log = next((tmp_path).glob("work-empty/install.log")).read_text()
+    assert f"--find-links {wheelhouse.resolve()} --no-index" in log
+    # filled with what the submission needs (numpy 2.2.6, and setuptools/wheel to build it)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d",
+                    str(wheelhouse), "numpy==2.2.6", "setuptools", "wheel"], check=True)
+    env, log = _install(tmp_path, "filled")
+    assert f"--find-links {wheelhouse.resolve()} --no-index" in log
+    res = subprocess.run([env.python, "-c", "import numpy; print(numpy.__version__)"],
+                         capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "2.2.6"
+
+
+def test_a_wheelhouse_variable_naming_no_folder_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv(envmod.WHEELHOUSE_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(envmod.InstallError, match=f"CHALLENGE_WELDING_WHEELHOUSE={tmp_path / 'nowhere'}: "
+                                                  "no such folder"):
+        _install(tmp_path)

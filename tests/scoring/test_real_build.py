@@ -17,8 +17,8 @@ synth = pytest.importorskip("challenge_welding.data.synth")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     base = tmp_path_factory.mktemp("real")
-    source = synth.generate_dataset(base / "source", n=1200, seed=0)
-    data = build_sets.build_sets(source, base / "data", seed=0)
+    store = synth.generate_dataset(base / "store", n=1200, seed=0)
+    data = build_sets.build_sets(out=base / "data", seed=0, **store.build_args())
     return data / "reference_data"
 
 

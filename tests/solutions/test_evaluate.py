@@ -20,13 +20,13 @@ def data(tmp_path_factory):
     from challenge_welding.data.synth import generate_dataset
 
     root = tmp_path_factory.mktemp("evaluate")
-    source = generate_dataset(root / "source", n=240, seed=5, resolution=(160, 90), ko_share=0.3,
+    synth = generate_dataset(root / "store", n=240, seed=5, resolution=(160, 90), ko_share=0.3,
                               ood_share=0.08, progress=False)
     cfg = load_build_config()
     cfg["robustness"]["size"] = 30
     cfg["ood_synthetic"]["size_per_class"] = 20
     cfg["drift"]["size"] = 40
-    return build_sets(source, root / "data", seed=1, config=cfg, progress=False)
+    return build_sets(out=root / "data", seed=1, config=cfg, progress=False, **synth.build_args())
 
 
 def test_cli_evaluates_a_baseline_and_matches_score(data, tmp_path):

@@ -17,7 +17,7 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("sol1")
     data = generate_dataset(root / "train", n=160, seed=3, resolution=(240, 135), ko_share=0.15,
-                            progress=False)
+                            progress=False).source
     out = root / "Solution-1"
     res = subprocess.run([sys.executable, str(SOLUTION / "train.py"), "--data", str(data), "--out", str(out)],
                          capture_output=True, text=True)
@@ -42,7 +42,8 @@ def _images(data, k):
     meta = pd.read_parquet(data / "metadata" / "ds_meta.parquet")
     if "OOD_class" in meta:
         meta = meta[meta["OOD_class"].fillna(0) == 0]
-    return [cv2.cvtColor(cv2.imread(str(data / p)), cv2.COLOR_BGR2RGB) for p in meta["path"][:k]]
+    store = data.parents[2]  # paths are relative to the storage root (the published layout)
+    return [cv2.cvtColor(cv2.imread(str(store / p)), cv2.COLOR_BGR2RGB) for p in meta["path"][:k]]
 
 
 def test_submission_folder_is_complete(trained):

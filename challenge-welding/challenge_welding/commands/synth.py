@@ -1,8 +1,8 @@
-"""Generate a synthetic source dataset in the challenge's published format."""
+"""Generate synthetic welds in the challenge's published format and layout."""
 
 from challenge_welding.errors import ChallengeError
 
-HELP = "Generate a synthetic source dataset in the challenge's published format."
+HELP = "Generate synthetic welds in the challenge's published format and layout (a storage root)."
 
 
 def _resolution(text):
@@ -14,25 +14,32 @@ def _resolution(text):
 
 
 def add_arguments(parser):
-    parser.add_argument("--out", required=True, help="output folder (the dataset root)")
-    parser.add_argument("--n", type=int, default=3000, help="number of images (default 3000)")
+    parser.add_argument("--out", required=True, metavar="STORE",
+                        help="output folder, a storage root: STORE/challenge-welding/datasets/"
+                             "{synthetic,synthetic_unseen} and STORE/ood_photos")
+    parser.add_argument("--n", type=int, default=3000, help="number of images in all (default 3000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resolution", default="480x270",
                         help="full resolution WxH; half of the images are at half of it")
     parser.add_argument("--ko-share", type=float, default=0.05, help="share of KO welds")
     parser.add_argument("--unseen-share", type=float, default=0.12,
-                        help="share of the unseen seams c19/c34/c101 (generalization)")
+                        help="share of the unseen seams c19/c34/c101 (the synthetic_unseen dataset)")
     parser.add_argument("--ood-share", type=float, default=0.03,
-                        help="share of real-OOD images (OOD_class = 1)")
+                        help="share of real-OOD photos (the ood_photos folder)")
     parser.add_argument("--workers", type=int, default=None)
 
 
 def run(args):
     from challenge_welding.data.synth import generate_dataset
 
-    root = generate_dataset(args.out, n=args.n, seed=args.seed,
-                            resolution=_resolution(args.resolution), ko_share=args.ko_share,
-                            unseen_share=args.unseen_share, ood_share=args.ood_share,
-                            workers=args.workers)
-    print(f"synthetic dataset: {root} ({args.n} images)")
+    out = generate_dataset(args.out, n=args.n, seed=args.seed,
+                           resolution=_resolution(args.resolution), ko_share=args.ko_share,
+                           unseen_share=args.unseen_share, ood_share=args.ood_share,
+                           workers=args.workers)
+    print(f"synthetic welds ({args.n} images) in the storage root {out.store}:")
+    print(f"  source dataset   {out.source}")
+    print(f"  unseen seams     {out.unseen}")
+    print(f"  real-OOD photos  {out.ood}")
+    print(f"next: challenge-welding build-sets --source {out.source} --unseen-source {out.unseen} "
+          f"--ood-source {out.ood} --out DATA")
     return 0

@@ -31,7 +31,21 @@ from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, SOURCE_META
 from challenge_welding.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("build_config.yaml")
-REQUIRED_COLUMNS = ("sample_id", "class", "welding-seams", "path", "sha256")
+from challenge_welding.data.source import REQUIRED_COLUMNS  # noqa: E402
+
+# Every config value's check: (path, kind, low, high); kind int / float / list.
+# One line per refusal, naming the key (a value outside these would fail later, deep inside).
+_CHECKS = (
+    ("jpeg_quality", int, 1, 100), ("performance.fraction", float, 0, 1),
+    ("generalization.max_size", int, 1, None), ("robustness.size", int, 1, None),
+    ("robustness.min_ko_per_level", int, 1, None), ("ood_synthetic.size_per_class", int, 1, None),
+    ("ood_synthetic.extreme_blur", float, 0, None), ("ood_synthetic.noise_sigma", float, 0, None),
+    ("ood_synthetic.dead_fraction", float, 0, 1), ("ood_real.max_ood", int, 1, None),
+    ("ood_real.min_ood", int, 1, None), ("drift.size", int, 2, None),
+    ("drift.ood_fraction", float, 0, 1), ("drift.max_ko_share", float, 0, 1),
+    ("drift.max_noise_sigma", float, 0, None), ("drift.max_dead_fraction", float, 0, 1),
+    ("drift.max_darkening_stops", float, 0, None),
+)
 MAX_LISTED = 10
 
 
@@ -69,81 +83,239 @@ def load_build_config(path=None) -> dict:
         if not isinstance(extra, dict):
             raise ChallengeError(f"build config {path}: expected a mapping at the top level")
         config = _merge(config, extra)
+    _check_config(config)
+    return config
+
+
+def _check_config(config):
+    def get(path):
+        value = config
+        for key in path.split("."):
+            value = value[key]
+        return value
+
+    for path, kind, low, high in _CHECKS:
+        value = get(path)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                (kind is int and float(value) != int(value)):
+            raise ChallengeError(f"build config: {path} must be {'an integer' if kind is int else 'a number'}"
+                                 f", got {value!r}")
+        if low is not None and (value < low if kind is int else value <= low) or \
+                high is not None and (value > high if kind is int else value >= high):
+            bound = f">= {low}" if high is None else f"in [{low}, {high}]" if kind is int else f"in ({low}, {high})"
+            raise ChallengeError(f"build config: {path} must be {bound}, got {value!r}")
+    for key in ("in_domain_seams", "unseen_seams"):
+        seams = config[key]
+        if not isinstance(seams, list) or not all(isinstance(x, str) and x for x in seams):
+            raise ChallengeError(f"build config: {key} must be a list of seam names, got {seams!r}")
+    if not config["in_domain_seams"]:
+        raise ChallengeError("build config: in_domain_seams is empty")
+    both = set(config["in_domain_seams"]) & set(config["unseen_seams"])
+    if both:
+        raise ChallengeError(f"build config: seams {', '.join(sorted(both))} are both in_domain_seams "
+                             "and unseen_seams")
+    if int(config["ood_real"]["min_ood"]) > int(config["ood_real"]["max_ood"]):
+        raise ChallengeError("build config: ood_real.min_ood is above ood_real.max_ood")
+    from challenge_welding.data import perturbations as pt
+
+    kinds = config["ood_synthetic"]["kinds"]
+    if not isinstance(kinds, list) or not kinds or any(k not in pt.OOD_SYNTHETIC_KINDS for k in kinds):
+        raise ChallengeError(f"build config: ood_synthetic.kinds must be a non-empty list of "
+                             f"{', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {kinds!r}")
+    stops = config["ood_synthetic"]["abnormal_stops"]
+    if not (isinstance(stops, list) and len(stops) == 2 and all(isinstance(x, (int, float)) for x in stops)):
+        raise ChallengeError(f"build config: ood_synthetic.abnormal_stops must be [darker, brighter] "
+                             f"stops, got {stops!r}")
     r = config["robustness"]
-    if int(r["min_ko_per_level"]) < 1:
-        raise ChallengeError("build config: robustness.min_ko_per_level must be >= 1")
-    if not 0 < float(config["performance"]["fraction"]) < 1:
-        raise ChallengeError("build config: performance.fraction must be in (0, 1)")
-    if not 0 < float(config["drift"]["ood_fraction"]) < 1:
-        raise ChallengeError("build config: drift.ood_fraction must be in (0, 1)")
+    if set(r["levels"]) != set(pt.ROBUSTNESS_FUNCS):
+        raise ChallengeError(f"build config: robustness.levels must name exactly "
+                             f"{', '.join(sorted(pt.ROBUSTNESS_FUNCS))}")
+    for name, levels in r["levels"].items():
+        if not isinstance(levels, list) or not levels or \
+                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in levels):
+            raise ChallengeError(f"build config: robustness.levels.{name} must be a list of numbers, "
+                                 f"got {levels!r}")
+        if 0 in levels or len(set(levels)) != len(levels):
+            raise ChallengeError(f"build config: robustness.levels.{name} must be distinct and "
+                                 "non-zero (level 0 is the shared clean copy)")
     if max(abs(x) for x in r["levels"]["translation"]) > 20:
         raise ChallengeError("build config: translation levels beyond the ODD's 20 px bound")
     if max(abs(x) for x in r["levels"]["rotation"]) > 30:
         raise ChallengeError("build config: rotation levels beyond the ODD's 30 degree bound")
-    for name, levels in r["levels"].items():
-        if 0 in levels or len(set(levels)) != len(levels):
-            raise ChallengeError(f"build config: robustness.levels.{name} must be distinct and "
-                                 "non-zero (level 0 is the shared clean copy)")
-    return config
+    if min(r["levels"]["blur"]) < 0:
+        raise ChallengeError("build config: robustness.levels.blur must be positive (sigma in px)")
 
 
 # ----------------------------------------------------------------------------- source
 def _check_file(task):
-    """'' if the file is present, matches its sha256 and decodes, else the fault."""
+    """(fault or '', [w, h] or None) for one image: found, matching its sha256, decodable.
+
+    ``candidates`` are the places the file may be (storage root, dataset folder); the size
+    is measured (full decode) only when ``measure`` is set (no resolution in the metadata).
+    """
     import cv2
 
-    path, expected = task
+    candidates, expected, measure, missing_cause = task
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if found is None:
+        return missing_cause, None, None
     try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return "missing or unreadable file"
-    if expected and hashlib.sha256(data).hexdigest() != str(expected).lower():
-        return "sha256 mismatch"
-    if cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_COLOR_8) is None:
-        return "not a decodable image"
-    return ""
+        data = Path(found).read_bytes()
+    except OSError as exc:
+        return f"unreadable file {found} ({exc.strerror or exc})", None, None
+    if expected:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != expected:
+            return f"sha256 mismatch (file {digest[:12]}..., metadata {expected[:12]}...)", None, None
+    flags = cv2.IMREAD_COLOR if measure else cv2.IMREAD_REDUCED_COLOR_8
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+    if img is None:
+        return f"not a decodable image ({found})", None, None
+    size = [int(img.shape[1]), int(img.shape[0])] if measure else None
+    return "", size, found
 
 
-def read_source(source, config, workers=None, progress=True):
-    """Load and check the source metadata and files; raise one ChallengeError listing every fault."""
+def _read_meta(folder, option):
     import pandas as pd
 
-    from challenge_welding.data.parallel import run_parallel
+    from challenge_welding.data.source import find_meta, normalise_columns
 
-    source = Path(source)
-    meta_path = source / SOURCE_META
-    if not meta_path.is_file():
-        raise ChallengeError(f"source {source}: no {SOURCE_META} (not a dataset in the published format)")
+    meta_path = find_meta(Path(folder), option)
     try:
         meta = pd.read_parquet(meta_path)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise ChallengeError(f"source {meta_path}: unreadable parquet ({exc})") from None
+        raise ChallengeError(f"{option} {meta_path}: unreadable parquet ({exc})") from None
+    meta = normalise_columns(meta)
     missing = [c for c in REQUIRED_COLUMNS if c not in meta.columns]
     if missing:
-        raise ChallengeError(f"source {meta_path}: missing columns {', '.join(missing)}")
+        raise ChallengeError(f"{option} {meta_path}: missing columns {', '.join(missing)}")
     if meta.empty:
-        raise ChallengeError(f"source {meta_path}: no rows")
-    meta = meta.reset_index(drop=True)
-    if "OOD_class" not in meta.columns:
-        meta["OOD_class"] = 0
+        raise ChallengeError(f"{option} {meta_path}: no rows")
+    return meta.reset_index(drop=True)
+
+
+def _row_faults(meta, option_seams):
+    """Problems of the metadata values (no file access); normalises sha256/resolution in place."""
+    from challenge_welding.data.source import normal_resolution, normal_sha256, parse_timestamp
+
     problems = []
     dup = meta["sample_id"][meta["sample_id"].duplicated()]
     problems += [f"{s}: duplicated sample_id" for s in dup]
-    bad_class = meta[~meta["class"].isin(["OK", "KO"])]
-    problems += [f"{r.sample_id}: class {getattr(r, '_2')!r} not OK/KO"
-                 for r in bad_class[["sample_id", "class"]].itertuples()]
-    known = set(config["in_domain_seams"]) | set(config["unseen_seams"])
-    bad_seam = meta[~meta["welding-seams"].isin(known)]
-    problems += [f"{s}: unknown seam {seam!r}" for s, seam in
-                 zip(bad_seam["sample_id"], bad_seam["welding-seams"])]
-    bad_ood = meta[~meta["OOD_class"].isin([0, 1])]
-    problems += [f"{s}: OOD_class {v!r} not 0/1" for s, v in zip(bad_ood["sample_id"], bad_ood["OOD_class"])]
-    tasks = [(str(source / p), h) for p, h in zip(meta["path"], meta["sha256"])]
-    faults = run_parallel(_check_file, tasks, workers, desc="check source", progress=progress)
-    problems += [f"{s} ({p}): {f}" for s, p, f in zip(meta["sample_id"], meta["path"], faults) if f]
+    sha, res = [], []
+    for i, sid in enumerate(meta["sample_id"]):
+        cls = meta["class"].iat[i]
+        if cls not in ("OK", "KO"):
+            problems.append(f"{sid}: class {cls!r} not OK/KO")
+        seam_fault = option_seams(meta["welding-seams"].iat[i])
+        if seam_fault:
+            problems.append(f"{sid}: {seam_fault}")
+        try:
+            sha.append(normal_sha256(meta["sha256"].iat[i]))
+        except ValueError as exc:
+            sha.append("")
+            problems.append(f"{sid}: {exc}")
+        value = meta["resolution"].iat[i] if "resolution" in meta.columns else None
+        try:
+            res.append(normal_resolution(value) if value is not None else None)
+        except ValueError as exc:
+            res.append(None)
+            problems.append(f"{sid}: {exc}")
+        if "timestamp" in meta.columns:
+            try:
+                parse_timestamp(meta["timestamp"].iat[i])
+            except ValueError as exc:
+                problems.append(f"{sid}: {exc}")
+        if "OOD_class" in meta.columns and meta["OOD_class"].iat[i] not in (0, 1):
+            problems.append(f"{sid}: OOD_class {meta['OOD_class'].iat[i]!r} not 0/1")
+    meta["sha256"] = sha
+    meta["resolution"] = res
+    return problems
+
+
+def _read_dataset(folder, option, origin, seam_fault, workers, progress):
+    """One published-format dataset, checked; adds ``_file`` (absolute image path) and ``_origin``."""
+    from challenge_welding.data.parallel import run_parallel
+    from challenge_welding.data.source import file_candidates, missing_file_cause
+
+    folder = Path(folder)
+    meta = _read_meta(folder, option)
+    problems = _row_faults(meta, seam_fault)
+    tasks = [([str(c) for c in file_candidates(folder, p)], h, r is None, missing_file_cause(folder, p))
+             for p, h, r in zip(meta["path"], meta["sha256"], meta["resolution"])]
+    results = run_parallel(_check_file, tasks, workers, desc=f"check {folder.name}", progress=progress)
+    problems += [f"{s} ({p}): {f}" for s, p, (f, _, _) in zip(meta["sample_id"], meta["path"], results) if f]
+    meta["resolution"] = [r if r is not None else size for r, (_, size, _) in zip(meta["resolution"], results)]
+    meta["_file"] = [found for _, _, found in results]
+    meta["_origin"] = origin
     if problems:
-        raise ChallengeError(f"source {source}: {len(problems)} bad rows: {_listing(problems)}")
-    meta["OOD_class"] = meta["OOD_class"].astype(int)
+        raise ChallengeError(f"{option} {folder}: {len(problems)} bad rows: {_listing(problems)}")
+    meta["OOD_class"] = meta["OOD_class"].astype(int) if "OOD_class" in meta.columns else 0
+    return meta
+
+
+def _read_photos(folder, workers, progress):
+    """The real-OOD photos of a plain folder as metadata rows (OOD_class = 1, size measured)."""
+    import pandas as pd
+
+    from challenge_welding.data.parallel import run_parallel
+    from challenge_welding.data.source import PHOTO_SUFFIXES, photo_files
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ChallengeError(f"--ood-source {folder}: no such folder")
+    files = photo_files(folder)
+    if not files:
+        raise ChallengeError(f"--ood-source {folder}: no photo ({'/'.join(PHOTO_SUFFIXES)}) in it")
+    tasks = [([str(p)], "", True, "missing file") for p in files]
+    results = run_parallel(_check_file, tasks, workers, desc="check ood photos", progress=progress)
+    bad = [f"{p.relative_to(folder)}: {f}" for p, (f, _, _) in zip(files, results) if f]
+    if bad:
+        raise ChallengeError(f"--ood-source {folder}: {len(bad)} bad photos: {_listing(bad)}")
+    rels = [p.relative_to(folder).as_posix() for p in files]
+    return pd.DataFrame({"sample_id": [f"ood_photo:{r}" for r in rels], "class": "OK",
+                         "welding-seams": "", "path": rels, "sha256": "",
+                         "resolution": [size for _, size, _ in results],
+                         "_file": [str(p) for p in files], "_origin": "ood", "OOD_class": 1})
+
+
+def read_sources(source, config, unseen_sources=(), ood_source=None, workers=None, progress=True):
+    """Load and check every input; raise one ChallengeError listing every fault of a dataset.
+
+    Rows (one frame, index = row number): the source's, each unseen source's, then the OOD
+    photos'; ``_origin`` says which (source / unseen / ood), ``_file`` is the image found.
+    """
+    import pandas as pd
+
+    in_dom, held = list(config["in_domain_seams"]), list(config["unseen_seams"])
+
+    def source_seam(seam):
+        if seam in in_dom or seam in held:
+            return ""
+        return (f"unknown seam {seam!r} (build config: in_domain_seams {', '.join(in_dom)}; "
+                f"unseen_seams {', '.join(held) or '[]'})")
+
+    frames = [_read_dataset(source, "--source", "source", source_seam, workers, progress)]
+    src_seams = set(frames[0]["welding-seams"]) & set(in_dom)
+
+    def unseen_seam(seam):
+        if seam in src_seams:
+            return (f"seam {seam!r} is also a training seam of --source (the generalization set "
+                    "needs seams the source does not train on)")
+        return ""
+
+    for folder in unseen_sources or ():
+        frames.append(_read_dataset(folder, "--unseen-source", "unseen", unseen_seam, workers, progress))
+    if ood_source is not None:
+        photos = _read_photos(ood_source, workers, progress)
+        rng = np.random.default_rng([len(photos), 0x00D])
+        # Each photo is shown to the component as if taken on one of the in-domain seams.
+        photos["welding-seams"] = [in_dom[k] for k in rng.integers(0, len(in_dom), len(photos))]
+        frames.append(photos)
+    meta = pd.concat(frames, ignore_index=True)
+    meta["OOD_class"] = meta["OOD_class"].fillna(0).astype(int)
+    # The source's own rows (first in ``meta``, same index) with its own columns and dtypes,
+    # untouched by the other datasets' columns: the training split is taken from them.
+    meta.attrs["source_rows"] = frames[0]
     return meta
 
 
@@ -192,7 +364,24 @@ def plan_sets(meta, config, seed):
     rng = np.random.default_rng([seed, 0x5E75])
     in_dom = list(config["in_domain_seams"])
     normal = meta[meta["OOD_class"] == 0]
-    domain = normal[normal["welding-seams"].isin(in_dom)]
+    from_source = normal["_origin"] == "source" if "_origin" in normal.columns else True
+    domain = normal[from_source & normal["welding-seams"].isin(in_dom)]
+    unseen = normal["_origin"] == "unseen" if "_origin" in normal.columns else False
+    gen = normal[unseen | (from_source & normal["welding-seams"].isin(config["unseen_seams"]))]
+    ood_rows = meta.index[meta["OOD_class"] == 1].to_numpy()
+    rr = config["ood_real"]
+    lacking = []
+    if gen.empty:
+        lacking.append("no data for the generalization set: pass --unseen-source DIR (a dataset in the "
+                       "published format of seams the source does not have), or hold out seams of the "
+                       "source with unseen_seams in the build config (now "
+                       f"{', '.join(config['unseen_seams']) or '[]'}, none in the source)")
+    if len(ood_rows) < int(rr["min_ood"]):
+        lacking.append(f"no real OOD photos for the ood_real set ({len(ood_rows)} found, "
+                       f"ood_real.min_ood = {rr['min_ood']}): pass --ood-source DIR (a folder of "
+                       "JPEG/PNG photos out of the operating domain)")
+    if lacking:
+        raise ChallengeError("; ".join(lacking))
     held = _stratified_split(domain, float(config["performance"]["fraction"]), rng,
                              int(config["robustness"]["min_ko_per_level"]), in_dom)
     perf = meta.loc[held]
@@ -235,20 +424,11 @@ def plan_sets(meta, config, seed):
         for j, i in enumerate(rows[k:])]
 
     # ood_real: the source's OOD_class = 1 rows and as many normal held-out rows.
-    rr = config["ood_real"]
-    ood_rows = meta.index[meta["OOD_class"] == 1].to_numpy()
-    if len(ood_rows) < int(rr["min_ood"]):
-        raise ChallengeError(f"source: {len(ood_rows)} rows with OOD_class = 1, the ood_real set "
-                             f"needs at least ood_real.min_ood = {rr['min_ood']}")
     ood_rows = list(rng.permutation(ood_rows)[: int(rr["max_ood"])])
     sets["ood_real"] = [dict(row=i, op=("none", 0.0), labels={"ood": 1}) for i in ood_rows] + [
         dict(row=i, op=("none", 0.0), labels={"ood": 0}) for i in _draw_rows(perf.index, len(ood_rows), rng)]
 
     # generalization: the unseen seams.
-    gen = normal[normal["welding-seams"].isin(config["unseen_seams"])]
-    if gen.empty:
-        raise ChallengeError(f"source: no normal row of the unseen seams {', '.join(config['unseen_seams'])} "
-                             "for the generalization set")
     gen_rows = sorted(rng.permutation(gen.index.to_numpy())[: int(config["generalization"]["max_size"])])
     sets["generalization"] = [dict(row=i, op=("none", 0.0), labels={}) for i in gen_rows]
 
@@ -302,16 +482,53 @@ def _resolution(value):
     return [int(x) for x in value] if value is not None else None
 
 
-def build_sets(source, out, seed=0, config=None, workers=None, progress=True) -> Path:
-    """Write DATA/{input_data,reference_data,training_data} from ``source``; return DATA."""
+TRAINING_NAME = "training_data"
+TRAINING_DROP = ("OOD_class", "_file", "_origin")
+
+
+def training_frame(meta):
+    """The public training split in the published format and layout.
+
+    Paths become challenge-welding/datasets/training_data/<seam>/<labelling_type>/<file>
+    (relative to DATA/training_data, the storage root), sha256 the 32 raw bytes,
+    resolution ints; every other column of the source is kept as it was.
+    """
+    from challenge_welding.data.source import published_path
+
+    train = meta.drop(columns=[c for c in TRAINING_DROP if c in meta.columns]).reset_index(drop=True)
+    labelling = train["labelling_type"].fillna("unlabelled").astype(str) \
+        if "labelling_type" in train.columns else ["unlabelled"] * len(train)
+    names = [Path(str(p)).name for p in train["path"]]
+    if len(set(zip(train["welding-seams"], labelling, names))) < len(train):
+        # file names repeat inside a seam folder: name the copies after their (unique) sample_id
+        names = [f"{sid}{Path(n).suffix or '.jpeg'}" for sid, n in zip(train["sample_id"], names)]
+    files = meta["_file"].tolist() if "_file" in meta.columns else [None] * len(train)
+    train["path"] = [published_path(TRAINING_NAME, seam, lab, n)
+                     for seam, lab, n in zip(train["welding-seams"], labelling, names)]
+    train["sha256"] = [bytes.fromhex(h) for h in train["sha256"]]
+    train["resolution"] = [_resolution(r) for r in train["resolution"]]
+    return train, files
+
+
+def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
+               unseen_sources=(), ood_source=None) -> Path:
+    """Write DATA/{input_data,reference_data,training_data} from ``source``; return DATA.
+
+    ``unseen_sources``: published-format datasets of other seams (generalization set);
+    ``ood_source``: a folder of real out-of-distribution photos (ood_real set).
+    """
     import pandas as pd
 
     from challenge_welding.data.parallel import run_parallel
+    from challenge_welding.data.parquet_io import write_parquet
+    from challenge_welding.data.source import dataset_path
 
     source, out = Path(source), Path(out)
     cfg = config if isinstance(config, dict) else load_build_config(config)
     cfg = copy.deepcopy(cfg)
-    meta = read_source(source, cfg, workers, progress)
+    _check_config(cfg)
+    meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
+    source_rows = meta.attrs.pop("source_rows")
     sets, training = plan_sets(meta, cfg, seed)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -348,29 +565,37 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True) ->
                                 "class": row["class"], **item["labels"]})
             tables[name] = pd.DataFrame(records)
 
-        tasks = [(str(source / meta.loc[r, "path"]), copies, cfg) for r, copies in sorted(groups.items())]
+        tasks = [(meta.loc[r, "_file"], copies, cfg) for r, copies in sorted(groups.items())]
         run_parallel(_render_group, tasks, workers, desc="build sets", progress=progress)
 
         (work / "reference_data").mkdir()
         for name, table in tables.items():
-            table[list(INPUT_COLUMNS)].to_parquet(work / "input_data" / name / "metadata.parquet", index=False)
+            write_parquet(table[list(INPUT_COLUMNS)], work / "input_data" / name / "metadata.parquet")
             ref_cols = ["sample_id", "class", "welding-seams"] + \
                 [c for c in ("perturbation", "level", "ood", "position") if c in table.columns]
-            table[ref_cols].to_parquet(work / "reference_data" / f"{name}.parquet", index=False)
+            write_parquet(table[ref_cols], work / "reference_data" / f"{name}.parquet")
 
-        train = meta.loc[training].reset_index(drop=True)
-        (work / "training_data" / "metadata").mkdir(parents=True)
-        for rel in train["path"]:
-            dst = work / "training_data" / rel
+        train, files = training_frame(source_rows.loc[training])
+        store = work / TRAINING_NAME
+        (dataset_path(store, TRAINING_NAME) / "metadata").mkdir(parents=True)
+        for rel, src in zip(train["path"], files):
+            dst = store / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / rel, dst)
-        train.to_parquet(work / "training_data" / SOURCE_META, index=False)
+            shutil.copyfile(src, dst)
+        write_parquet(train, dataset_path(store, TRAINING_NAME) / SOURCE_META)
 
         _install(work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _calibrate(out / "reference_data")
     return out
+
+
+def training_meta_path(data) -> Path:
+    """DATA/training_data/challenge-welding/datasets/training_data/metadata/ds_meta.parquet."""
+    from challenge_welding.data.source import dataset_path
+
+    return dataset_path(Path(data) / TRAINING_NAME, TRAINING_NAME) / SOURCE_META
 
 
 def _replace(src: Path, dst: Path):

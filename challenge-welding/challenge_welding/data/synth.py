@@ -1,9 +1,21 @@
-"""Synthetic source dataset in the challenge's published format.
+"""Synthetic welds in the challenge's published format and layout.
 
-ROOT/metadata/ds_meta.parquet + ROOT/<path> JPEGs, every column of CONTRACTS.md
-filled. The plan (seam, class, defects, resolution, OOD kind) is drawn up front
-from one seeded generator; each image is then drawn from its own generator
-(seeded by (seed, index)), so the bytes do not depend on worker scheduling.
+``generate_dataset(STORE)`` writes what the organisers have for the real challenge:
+- STORE/challenge-welding/datasets/synthetic/: the source dataset (in-domain seams c102,
+  c20, c33) - metadata/ds_meta.parquet and <seam>/<labelling_type>/sample_<n>.jpeg;
+- STORE/challenge-welding/datasets/synthetic_unseen/: a second dataset of the seams
+  the source has not (c19, c34, c101), for --unseen-source;
+- STORE/ood_photos/: a plain folder of out-of-distribution photos (JPEG and PNG, no
+  metadata), for --ood-source.
+Every published column is filled in its published form: ``path`` relative to STORE,
+``sha256`` the 32 raw bytes, ``data_origin`` "synthetic", ``blur_level`` the Laplacian
+variance and ``blur_class`` blur/clean at 950, ``luminosity_level`` in percent,
+``external_path`` an http URL, ``storage_type`` "s3", timestamps in the two published
+forms (expert rows "22/01/20 12:49", operator rows "18/07/2022 20:18").
+
+The plan (seam, class, defects, resolution, OOD kind) is drawn up front from one seeded
+generator; each image is then drawn from its own generator (seeded by (seed, index)), so
+the bytes do not depend on worker scheduling.
 """
 
 from __future__ import annotations
@@ -11,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,16 +34,31 @@ IN_DOMAIN_SHARES = {"c102": 0.39, "c20": 0.22, "c33": 0.39}
 UNSEEN = ("c19", "c34", "c101")
 BLUR_THRESHOLD = 950.0
 JPEG_QUALITY = 92
+SOURCE_NAME, UNSEEN_NAME, OOD_FOLDER = "synthetic", "synthetic_unseen", "ood_photos"
+URL_BASE = "https://synthetic-welds.invalid/"  # external_path: URL form, never a real server
+TIMESTAMP_FORMS = {"expert": "%d/%m/%y %H:%M", "operator": "%d/%m/%Y %H:%M"}
+
+
+class SynthOutput(NamedTuple):
+    """What ``generate_dataset`` wrote (the three inputs of build-sets)."""
+    store: Path
+    source: Path
+    unseen: Path
+    ood: Path
+
+    def build_args(self) -> dict:
+        """Keyword arguments of build_sets for these inputs."""
+        return {"source": self.source, "unseen_sources": [self.unseen], "ood_source": self.ood}
 
 
 def image_measures(jpeg_bytes):
     """blur_level = variance of the Laplacian of the grey image (the challenge's
-    measure); luminosity_level = mean grey level in [0, 255]; both on the file
+    measure); luminosity_level = mean grey level in percent of 255; both on the file
     decoded in grey, as anyone re-measuring the published images would."""
     import cv2
 
     grey = cv2.imdecode(np.frombuffer(jpeg_bytes, np.uint8), cv2.IMREAD_GRAYSCALE)
-    return float(cv2.Laplacian(grey, cv2.CV_64F).var()), float(grey.mean())
+    return float(cv2.Laplacian(grey, cv2.CV_64F).var()), float(grey.mean()) / 255.0 * 100.0
 
 
 def _allocate(names, shares, n):
@@ -83,7 +111,7 @@ def _plan(n, seed, resolution, ko_share, unseen_share, ood_share, half_share):
             "index": i, "seam": seams[i], "label": label, "defects": defects,
             "res": (w // 2, h // 2) if half else (w, h), "expert": expert,
             "ood_kind": str(rng.choice(REAL_OOD_KINDS)) if ood[i] else None,
-            "timestamp": t.isoformat(timespec="seconds"),
+            "time": t,
         })
     return rows
 
@@ -94,29 +122,67 @@ def _render_one(args):
     from challenge_welding.data.render import render_weld
 
     cv2.setNumThreads(1)
-    root, seed, row, sample_id, rel = args
+    root, seed, row, rel = args
     rng = np.random.default_rng([seed, row["index"]])
     img = render_weld(rng, row["seam"], row["res"][0], row["res"][1], defects=row["defects"],
                       ood_kind=row["ood_kind"])
-    ok, buf = cv2.imencode(".jpeg", img, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    png = rel.endswith(".png")
+    ok, buf = cv2.imencode(".png" if png else ".jpeg", img,
+                           [] if png else [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
     data = buf.tobytes()
     path = Path(root) / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     blur, lum = image_measures(data)
-    return hashlib.sha256(data).hexdigest(), blur, lum
+    return hashlib.sha256(data).digest(), blur, lum
+
+
+def synth_output(store) -> SynthOutput:
+    """The parts of a storage root written by generate_dataset."""
+    from challenge_welding.data.source import dataset_path
+
+    store = Path(store)
+    return SynthOutput(store, dataset_path(store, SOURCE_NAME), dataset_path(store, UNSEEN_NAME),
+                       store / OOD_FOLDER)
+
+
+def _metadata(rows, rels, results, name):
+    import pandas as pd
+
+    from challenge_welding.data.source import published_path
+
+    labelling = ["expert" if r["expert"] else "operator" for r in rows]
+    paths = [published_path(name, r["seam"], lab, f) for r, lab, f in zip(rows, labelling, rels)]
+    return pd.DataFrame({
+        "sample_id": [f"data_{r['index']}" for r in rows],
+        "class": [r["label"] for r in rows],
+        "timestamp": [r["time"].strftime(TIMESTAMP_FORMS[lab]) for r, lab in zip(rows, labelling)],
+        "welding-seams": [r["seam"] for r in rows],
+        "labelling_type": labelling,
+        "resolution": [list(r["res"]) for r in rows],
+        "path": paths,
+        "sha256": [x[0] for x in results],
+        "storage_type": "s3",
+        "data_origin": "synthetic",
+        "blur_level": [x[1] for x in results],
+        "blur_class": ["blur" if x[1] < BLUR_THRESHOLD else "clean" for x in results],
+        "luminosity_level": [x[2] for x in results],
+        "external_path": [URL_BASE + p for p in paths],
+    })
 
 
 def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share=0.05,
                      unseen_share=0.12, ood_share=0.03, half_share=0.5, workers=None,
-                     progress=True) -> Path:
-    """Write a synthetic source dataset to ``out_dir`` and return its path.
+                     progress=True) -> SynthOutput:
+    """Write the synthetic storage root ``out_dir`` (see the module docstring); return its parts.
 
-    Shares: ``ko_share`` of KO welds, ``unseen_share`` of rows on the unseen seams
-    (c19, c34, c101), ``ood_share`` of real-OOD rows (OOD_class = 1), ``half_share``
-    of half-resolution images.
+    ``n`` images in all. Shares: ``ko_share`` of KO welds, ``unseen_share`` of rows on the
+    unseen seams (c19, c34, c101: the second dataset), ``ood_share`` of real-OOD photos
+    (the photo folder), ``half_share`` of half-resolution images.
     """
-    import pandas as pd
+    from challenge_welding.constants import SOURCE_META
+    from challenge_welding.data.parquet_io import write_parquet
+    from challenge_welding.data.source import dataset_path, published_path
 
     for name, val in (("ko_share", ko_share), ("unseen_share", unseen_share),
                       ("ood_share", ood_share), ("half_share", half_share)):
@@ -127,31 +193,35 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
     w, h = map(int, resolution)
     if w < 32 or h < 18:
         raise ChallengeError(f"synth: resolution {w}x{h} is too small")
-    root = Path(out_dir)
-    if root.exists() and any(root.iterdir()):
-        raise ChallengeError(f"synth: output folder {root} is not empty")
+    store = Path(out_dir)
+    if store.exists() and any(store.iterdir()):
+        raise ChallengeError(f"synth: output folder {store} is not empty")
     rows = _plan(int(n), int(seed), (w, h), ko_share, unseen_share, ood_share, half_share)
-    ids = [f"data_{i:06d}" for i in range(len(rows))]
-    rels = [f"images/{r['seam']}/{sid}.jpeg" for r, sid in zip(rows, ids)]
-    tasks = [(str(root), int(seed), r, sid, rel) for r, sid, rel in zip(rows, ids, rels)]
+    # file names: sample_<n> inside each dataset; OOD photos in a plain folder, every
+    # other one a PNG (the organisers' photos may be either)
+    rels, k = [], 0
+    for r in rows:
+        if r["ood_kind"] is not None:
+            rels.append(f"{OOD_FOLDER}/photo_{k:04d}.{'png' if k % 2 else 'jpg'}")
+            k += 1
+        else:
+            rels.append(f"sample_{r['index']}.jpeg")
+    groups = {SOURCE_NAME: [], UNSEEN_NAME: []}
+    disk = []
+    for r, rel in zip(rows, rels):
+        if r["ood_kind"] is not None:
+            disk.append(rel)
+            continue
+        name = UNSEEN_NAME if r["seam"] in UNSEEN else SOURCE_NAME
+        groups[name].append(len(disk))
+        lab = "expert" if r["expert"] else "operator"
+        disk.append(published_path(name, r["seam"], lab, rel))
+    tasks = [(str(store), int(seed), r, d) for r, d in zip(rows, disk)]
+    (store / OOD_FOLDER).mkdir(parents=True, exist_ok=True)
     results = run_parallel(_render_one, tasks, workers=workers, desc="synth", progress=progress)
-    meta = pd.DataFrame({
-        "sample_id": ids,
-        "class": [r["label"] for r in rows],
-        "timestamp": [r["timestamp"] for r in rows],
-        "welding-seams": [r["seam"] for r in rows],
-        "labelling_type": ["expert" if r["expert"] else "operator" for r in rows],
-        "resolution": [list(r["res"]) for r in rows],
-        "path": rels,
-        "sha256": [x[0] for x in results],
-        "storage_type": "filesystem",
-        "data-origin": "synthetic",
-        "blur_level": [x[1] for x in results],
-        "blur_class": ["blurry" if x[1] < BLUR_THRESHOLD else "sharp" for x in results],
-        "luminosity_level": [x[2] for x in results],
-        "external_path": "",
-        "OOD_class": [int(r["ood_kind"] is not None) for r in rows],
-    })
-    (root / "metadata").mkdir(parents=True, exist_ok=True)
-    meta.to_parquet(root / "metadata" / "ds_meta.parquet", index=False)
-    return root
+    for name, idx in groups.items():
+        folder = dataset_path(store, name)
+        (folder / "metadata").mkdir(parents=True, exist_ok=True)
+        meta = _metadata([rows[i] for i in idx], [rels[i] for i in idx], [results[i] for i in idx], name)
+        write_parquet(meta, folder / SOURCE_META)
+    return synth_output(store)

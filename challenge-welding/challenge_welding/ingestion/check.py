@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from challenge_welding.data.parquet_io import write_parquet
 from challenge_welding.ingestion import submission as sub
 
 # The challenge's compute budget: 1/12 s per image on CPU at 1920x1080.
@@ -26,6 +27,20 @@ TIME_BUDGET_S = 1 / 12
 # Packages whose GUI builds need system libraries (libGL) missing from slim worker images.
 _HEADLESS = {"opencv-python": "opencv-python-headless",
              "opencv-contrib-python": "opencv-contrib-python-headless"}
+
+
+# A shared library the loader could not find (ImportError or OSError from dlopen).
+_MISSING_LIB = re.compile(r"(lib[\w.+-]*?\.so(?:\.[\d.]+)?): cannot open shared object file")
+# Debian packages of the usual culprits (opencv-python's GUI build).
+_LIB_PACKAGES = {"libGL.so.1": "libgl1", "libgthread-2.0.so.0": "libglib2.0-0",
+                 "libglib-2.0.so.0": "libglib2.0-0", "libSM.so.6": "libsm6", "libXext.so.6": "libxext6",
+                 "libXrender.so.1": "libxrender1"}
+
+
+def missing_system_library(text: str) -> str | None:
+    """The shared library named by a loader error in ``text`` (e.g. libGL.so.1), else None."""
+    match = _MISSING_LIB.search(text or "")
+    return match.group(1) if match else None
 
 
 @dataclass
@@ -56,7 +71,7 @@ def synthetic_input(root: Path, n: int = 4, seed: int = 0) -> Path:
         cv2.imwrite(str(folder / rel), img, [cv2.IMWRITE_JPEG_QUALITY, 90])
         rows.append({"sample_id": f"check{i:02d}", "path": rel,
                      "welding-seams": ("c102", "c20", "c33")[i % 3], "resolution": [w, h]})
-    pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+    write_parquet(pd.DataFrame(rows), folder / "metadata.parquet")
     return root
 
 
@@ -73,8 +88,9 @@ def _requirement_findings(root: Path) -> list[Finding]:
         name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
         canon = sub.canonical(name.group(0)) if name else req
         if canon == sub.INTERFACE_DIST:
-            out.append(Finding("ok", f"requirements.txt: {req!r} is satisfied by the evaluator "
-                                     "(its own interface package is installed in its place)"))
+            out.append(Finding("ok", f"requirements.txt: {req!r}: the evaluator installs the published "
+                                     "package where its Python is >= 3.12, else its own interface "
+                                     "stand-in (the install below says which)"))
             continue
         if "==" not in req and "@" not in req:
             loose.append(req)
@@ -139,10 +155,18 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
                         sets=["performance"], batch_size=batch_size, keep_workdir=True,
                         progress=False, verbose=False)
         for line in report["environment"].get("notes", []):
-            if "satisfied by the evaluator" not in line:  # already said by the static check
-                add(Finding("ok", line))
+            add(Finding("ok", line))  # which challenge-welding was installed, among others
         for err in report["errors"]:
             fault = report.get("fault") or {}
+            lib = missing_system_library(err + "\n" + (fault.get("traceback") or ""))
+            if lib:
+                package = _LIB_PACKAGES.get(lib, "the package that provides it")
+                add(Finding("error", f"the evaluator image lacks the system library {lib}: an error "
+                                     f"of the evaluator image, not of the submission ({err})",
+                            f"organisers: install {package} in the image (apt-get install {package}); "
+                            "participants: a headless build (e.g. opencv-python-headless) does not "
+                            "need it"))
+                continue
             fix = {"install": "make `pip install -r requirements.txt && pip install .` work in "
                               "a fresh virtual environment",
                    "import": "make `from challenge_solution.AIComponent import MyAIComponent` "

@@ -9,12 +9,21 @@ into a per-run folder that the child puts first on its path, so two
 submissions with identical requirements share one environment safely.
 
 uv is used when available (``uv venv`` + ``uv pip install``), else the standard
-``venv`` + pip. The published ``challenge-welding==1.0`` needs Python >= 3.12 and
-pulls the whole starter kit; submissions pin it only for the interface, so the
-evaluator drops that line and installs its own tiny ``challenge-welding``
-package (the two interface modules, numpy only) in its place: with uv through
-an ``--override`` pointing at that wheel (which also beats a pin in setup.py's
-install_requires), with pip by giving the wheel the pinned version.
+``venv`` + pip.
+
+The starter kit's package: a submission written for the real challenge pins the
+published ``challenge-welding==1.0`` (Python >= 3.12). Where the environment's Python
+is >= 3.12, that published package is installed as pinned (so its user_interface,
+inference_tools and dataloaders import), plus the older ``AIComponent_interface``
+import path when it lacks it. Where it cannot install (an older Python, or the
+install fails), the evaluator drops that line and installs its own tiny
+``challenge-welding`` package (the two interface modules, numpy only) in its place:
+with uv through an ``--override`` pointing at that wheel (which also beats a pin in
+setup.py's install_requires), with pip by giving the wheel the pinned version.
+``Environment.interface`` says which ("published" or "stand-in").
+
+Offline workers: when the environment variable CHALLENGE_WELDING_WHEELHOUSE names a
+folder, every install is made from it alone (``--no-index --find-links DIR``).
 """
 
 from __future__ import annotations
@@ -35,8 +44,10 @@ import challenge_welding
 from challenge_welding.errors import ChallengeError
 from challenge_welding.ingestion import submission as sub
 
-ENV_FORMAT = "1"  # bump to invalidate every cached environment
+ENV_FORMAT = "2"  # bump to invalidate every cached environment
 _INTERFACE_FILES = ("ai_component_interface.py", "AIComponent_interface.py")
+WHEELHOUSE_ENV = "CHALLENGE_WELDING_WHEELHOUSE"
+PUBLISHED_MIN_PYTHON = (3, 12)  # requires-python of the published challenge-welding
 
 
 class InstallError(ChallengeError):
@@ -54,6 +65,7 @@ class Environment:
     install_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     installer: str = ""  # e.g. "uv 0.13.9" or "pip 24.0"
+    interface: str = ""  # "published" (the pinned challenge-welding), "stand-in" (ours), "" (not pinned)
 
 
 def default_cache_dir() -> Path:
@@ -182,35 +194,113 @@ def _index_args(wheelhouse: str | None, no_index: bool) -> list[str]:
     return args
 
 
+def wheelhouse_options(wheelhouse: str | None, no_index: bool) -> tuple[str | None, bool]:
+    """(wheelhouse, no_index): CHALLENGE_WELDING_WHEELHOUSE, when set, makes every install
+    offline from that folder; explicit options are kept otherwise."""
+    env = os.environ.get(WHEELHOUSE_ENV, "").strip()
+    if not env:
+        return wheelhouse, no_index
+    if not Path(env).is_dir():
+        raise InstallError(f"{WHEELHOUSE_ENV}={env}: no such folder (the offline wheelhouse)")
+    return env, True
+
+
+def python_version(python: str) -> tuple[int, int]:
+    """(major, minor) of an interpreter."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return sys.version_info[:2]
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60).stdout.split()
+        return int(out[0]), int(out[1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        raise InstallError(f"the submission's Python {python} does not run") from None
+
+
+def _add_old_import_path(py: Path, log_path: Path) -> None:
+    """The published package lacks ``AIComponent_interface``: add it as an alias module."""
+    code = ("import importlib.util, pathlib, challenge_welding as p\n"
+            "d = pathlib.Path(p.__file__).parent\n"
+            "f = d / 'AIComponent_interface.py'\n"
+            "if not f.exists():\n"
+            "    f.write_text('# older import path, added by the evaluator\\n'\n"
+            "                 'from challenge_welding.ai_component_interface import *  # noqa\\n'\n"
+            "                 'from challenge_welding.ai_component_interface import AbstractAIComponent  # noqa\\n')\n")
+    _run([str(py), "-c", code], log_path, 120, "adding challenge_welding.AIComponent_interface")
+
+
 def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
                         cache_dir: str | Path | None = None, installer: str = "auto",
                         wheelhouse: str | None = None, no_index: bool = False,
-                        timeout: float = 1800.0, log=print) -> Environment:
-    """Build (or reuse) the submission's environment and install its code for this run."""
+                        timeout: float = 1800.0, log=print, python: str | None = None) -> Environment:
+    """Build (or reuse) the submission's environment and install its code for this run.
+
+    ``python``: the interpreter of the environment (default: the evaluator's own).
+    """
     if not isolation:
         return Environment(python=sys.executable, pythonpath=[str(root)], kind="none",
                            notes=["--no-isolation: the submission runs from its folder in the "
                                   "evaluator's own environment"])
     t0 = time.perf_counter()
+    python = python or sys.executable
+    wheelhouse, no_index = wheelhouse_options(wheelhouse, no_index)
     uv = find_uv() if installer in ("auto", "uv") else None
     if installer == "uv" and uv is None:
         raise InstallError("--installer uv: uv not found (pip install uv)")
     kind = "uv" if uv else "pip"
     req_path = root / "requirements.txt"
     req_text = req_path.read_text(errors="replace") if req_path.is_file() else ""
-    filtered, dropped = sub.filter_requirements(req_text)
-    version = sub.pinned_version(dropped) or challenge_welding.__version__
+    _, dropped = sub.filter_requirements(req_text)
+    pyver = python_version(python)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    shim = interface_wheel(cache / "interface", version)
+    modes = ["stand-in"] if dropped else [""]
+    if dropped and pyver >= PUBLISHED_MIN_PYTHON:
+        modes.insert(0, "published")
+    notes: list[str] = []
+    for mode in modes:
+        try:
+            env = _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind,
+                         wheelhouse, no_index, timeout, log)
+        except InstallError as exc:
+            if mode != "published":
+                raise
+            last = str(exc).strip().splitlines()[-1].strip()
+            notes.append(f"requirement {dropped!r}: the published package could not be installed "
+                         f"({last}); the evaluator's interface stand-in was tried in its place")
+            log(notes[-1])
+            continue
+        env.notes = notes + env.notes
+        env.install_s = time.perf_counter() - t0
+        return env
+    raise AssertionError("unreachable")
+
+
+def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind, wheelhouse,
+           no_index, timeout, log) -> Environment:
+    """One attempt: ``mode`` "published" keeps the pin, "stand-in" puts our shim in its place."""
+    index = _index_args(wheelhouse, no_index)
+    where = "the wheelhouse" if no_index else "the package index"
+    version = sub.pinned_version(dropped) or challenge_welding.__version__
     notes = []
-    if dropped:
-        notes.append(f"requirement {dropped!r} satisfied by the evaluator: its own "
-                     f"challenge-welding {version} interface package (numpy only) is installed "
-                     "in its place")
+    shim = None
+    if mode == "published":
+        requirements = req_text
+        notes.append(f"requirement {dropped!r}: the published package is installed from {where} "
+                     f"(Python {pyver[0]}.{pyver[1]} >= 3.12), with its user_interface, "
+                     "inference_tools and dataloaders")
+    else:
+        requirements, _ = sub.filter_requirements(req_text)
+        shim = interface_wheel(cache / "interface", version)
+        if dropped:
+            why = (f"the published package needs Python >= 3.12, this is {pyver[0]}.{pyver[1]}"
+                   if pyver < PUBLISHED_MIN_PYTHON else "the published package did not install")
+            notes.append(f"requirement {dropped!r} satisfied by the evaluator: its own "
+                         f"challenge-welding {version} interface package (numpy only) is installed "
+                         f"in its place ({why}; only the interface modules import)")
     h = hashlib.sha256()
-    for part in (ENV_FORMAT, sys.version, os.path.realpath(sys.executable), kind, filtered,
-                 shim.read_bytes().hex(), repr(_index_args(wheelhouse, no_index))):
+    for part in (ENV_FORMAT, f"{pyver}", os.path.realpath(python), kind, mode, requirements,
+                 shim.read_bytes().hex() if shim else "-", repr(index)):
         h.update(part.encode() + b"\0")
     for name in ("setup.py", "pyproject.toml", "setup.cfg"):
         h.update((root / name).read_bytes() if (root / name).is_file() else b"-")
@@ -219,27 +309,32 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     py = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     install_log = workdir / "install.log"
     req_file = root / ".evaluator-requirements.txt"  # beside the original: relative -r lines work
-    req_file.write_text(filtered)
-    index = _index_args(wheelhouse, no_index)
+    req_file.write_text(requirements)
+    shim_args = [str(shim)] if shim else []
     with _locked(cache / f"{key}.lock"):  # one builder per key; others wait, then reuse it
         cached = (env_dir / ".complete").is_file()
         if not cached:
             log(f"creating the submission's environment ({kind}) in {env_dir}")
             shutil.rmtree(env_dir, ignore_errors=True)
             if uv:
-                override = workdir / "overrides.txt"
-                override.write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
-                _run([uv, "venv", "--quiet", "--python", sys.executable, str(env_dir)],
+                override = []
+                if shim:
+                    (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
+                    override = ["--override", str(workdir / "overrides.txt")]
+                _run([uv, "venv", "--quiet", "--python", python, str(env_dir)],
                      install_log, timeout, "creating the virtual environment")
-                _run([uv, "pip", "install", "--python", str(py), "--override", str(override),
-                      *index, "-r", str(req_file), str(shim), str(root)],
+                _run([uv, "pip", "install", "--python", str(py), *override,
+                      *index, "-r", str(req_file), *shim_args, str(root)],
                      install_log, timeout, "installing requirements.txt and the submission")
             else:
-                _run([sys.executable, "-m", "venv", str(env_dir)], install_log, timeout,
+                _run([python, "-m", "venv", str(env_dir)], install_log, timeout,
                      "creating the virtual environment")
-                _run([str(py), "-m", "pip", "install", "--quiet", "--find-links",
-                      str(shim.parent), *index, "-r", str(req_file), str(shim), str(root)],
+                links = ["--find-links", str(shim.parent)] if shim else []
+                _run([str(py), "-m", "pip", "install", "--quiet", *links, *index,
+                      "-r", str(req_file), *shim_args, str(root)],
                      install_log, timeout, "installing requirements.txt and the submission")
+            if mode == "published":
+                _add_old_import_path(py, install_log)
             (env_dir / ".complete").write_text(key)
         else:
             log(f"reusing the cached environment {env_dir}")
@@ -253,8 +348,8 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
             _run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", *index, "--target",
                   str(site), str(root)], install_log, timeout, "installing the submission package")
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
-                       path=str(env_dir), cached=cached, install_s=time.perf_counter() - t0,
-                       notes=notes, installer=_installer_version(uv or [str(py), "-m", "pip"]))
+                       path=str(env_dir), cached=cached, notes=notes, interface=mode,
+                       installer=_installer_version(uv or [str(py), "-m", "pip"]))
 
 
 def _installer_version(cmd) -> str:
