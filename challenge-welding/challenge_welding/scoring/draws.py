@@ -81,14 +81,18 @@ def build(values: dict, scores: dict, reference_sha256: dict, config: dict) -> D
                  {k: float(scores[k]) for k in DRAW_KEYS}, header["fingerprint"], header)
 
 
+def check_unpublished(path, published_dir) -> Path:
+    """``path`` resolved; a ChallengeError when it lies inside ``published_dir`` (what participants download)."""
+    path, pub = Path(path).resolve(), Path(published_dir).resolve()
+    if path == pub or pub in path.parents:
+        raise ChallengeError(f"--draws {path} is inside the published output {pub}: write it elsewhere "
+                             f"(e.g. {draws_path(pub)})")
+    return path
+
+
 def save(path, draws: Draws, published_dir=None) -> Path:
     """Write ``draws`` to ``path`` (atomically); refuse a path inside ``published_dir``."""
-    path = Path(path).resolve()
-    if published_dir is not None:
-        pub = Path(published_dir).resolve()
-        if path == pub or pub in path.parents:
-            raise ChallengeError(f"--draws {path} is inside the published output {pub}: write it elsewhere "
-                                 f"(e.g. {draws_path(pub)})")
+    path = Path(path).resolve() if published_dir is None else check_unpublished(path, published_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.npz")
     np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),

@@ -215,6 +215,9 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, draws_pa
     frames, input_warnings, hashes = read_frames(reference_dir, predictions_dir)
     warnings += input_warnings
     values = {} if draws_path is not None else None
+    if draws_path is not None:  # a usage error before any work
+        from challenge_welding.scoring.draws import check_unpublished
+        check_unpublished(draws_path, output_dir)
     scores, details = evaluate(frames, config, hashes, config_file, warnings, draws=values)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
