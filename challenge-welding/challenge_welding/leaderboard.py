@@ -103,7 +103,7 @@ def render_html(frame, title="Leaderboard", matrices=None) -> str:
             cells.append({"text": text, "colour": colour(v, *ranges[k], k in LOWER_BETTER)})
         rank_ = rec["rank"]
         rows.append({"rank": _int_text(rank_), "name": rec["solution"], "reference": bool(rec["reference"]),
-                     "cells": cells, "interval": _interval_text(rec), "group": rec.get("group") or ""})
+                     "cells": cells, "interval": _interval_text(rec), "group": _group_text(rec)})
     return env.get_template("leaderboard.html.j2").render(
         title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
         version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns)
@@ -114,6 +114,13 @@ def _int_text(value) -> str:
     import pandas as pd
 
     return "" if value is None or pd.isna(value) else str(int(value))
+
+
+def _group_text(rec) -> str:
+    import pandas as pd
+
+    group = rec.get("group")
+    return "" if group is None or pd.isna(group) else str(group)
 
 
 def _interval_text(rec) -> str:
@@ -128,7 +135,7 @@ def text_table(frame) -> str:
             + f"{'solution':<28}{'score':>7}" + "".join(f"{k[:11]:>12}" for k in KPI_KEYS))
     lines = [head, "-" * len(head)]
     for rec in frame.to_dict("records"):
-        extra = f"{_interval_text(rec):>9} {rec.get('group') or '':<6}" if sig else ""
+        extra = f"{_interval_text(rec):>9} {_group_text(rec):<6}" if sig else ""
         lines.append(f"{_int_text(rec['rank']):>4}  {extra}{rec['solution'][:27]:<28}{rec['score']:>7.2f}"
                      + "".join(f"{rec[k]:>12.3f}" for k in KPI_KEYS))
     return "\n".join(lines)

@@ -155,7 +155,8 @@ def test_deterministic_for_a_seed(scored_runs, tmp_path):
 def test_leaderboard_shows_the_comparisons(scored_runs, tmp_path):
     runs = scored_runs["runs"]
     names = ["trust-a", "trust-b", "random", "perfect", "full-ko", "full-ok"]
-    frame = leaderboard([runs[n] for n in names], tmp_path / "board")
+    frame = leaderboard([runs[n] for n in names], tmp_path / "board", virtual_data=scored_runs["base"],
+                        virtual_dir=tmp_path / "virtual")
     assert list(frame.columns[:5]) == ["rank", "rank_lo", "rank_hi", "group", "solution"]
     by = frame.set_index("solution")
     assert by.loc["perfect", "rank_lo"] == by.loc["perfect", "rank_hi"] == 1
@@ -175,6 +176,12 @@ def test_leaderboard_shows_the_comparisons(scored_runs, tmp_path):
     assert "perfect is more robust than random with P = 1.00" in html
     assert "trust-a scores higher than trust-b with P = 0.50; not distinguishable" in html
     assert "<script" not in html
+    # the virtual reference rows are not compared: blank interval and group, no "nan"
+    virtual = frame[frame["reference"]]
+    assert len(virtual) == 9 and virtual["rank_lo"].isna().all() and virtual["group"].isna().all()
+    from challenge_welding.leaderboard import text_table
+
+    assert "nan" not in html and "nan" not in text_table(frame)
 
 
 def test_refuses_runs_on_different_reference_data(scored_runs, small_reference, tmp_path):
