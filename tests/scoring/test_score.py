@@ -174,18 +174,26 @@ def test_resample_counts_keep_each_stratum_size():
     assert counts[:, 0].sum() / counts[:, :2].sum() == pytest.approx(2 / 3, abs=0.1)
 
 
-def test_resamples_are_the_same_samples_whatever_the_rows():
-    """Paired by construction: the drawn samples depend on the strata and the seed only."""
+@pytest.mark.parametrize("n", [400, 9000])
+def test_resamples_are_the_same_samples_whatever_the_rows(n):
+    """Paired by construction: the drawn samples depend on the strata and the seed only.
+
+    Groupings from 1 to k distinct rows per stratum go through every counting path
+    (n = 9000: two strata of ~4500 samples, above FEW_ROWS).
+    """
+    from challenge_welding.scoring import bootstrap as bs
+
     rng = np.random.default_rng(5)
-    strata = rng.integers(0, 3, 400)
+    strata = rng.integers(0, 3 if n < 1000 else 2, n)
     per_sample = np.argsort(np.argsort(strata, kind="stable"), kind="stable")  # one row per sample
-    samples = Resampler(strata, 7, "drift").counts(per_sample, 400, 30)
-    for grouping in (rng.integers(0, 2, 400), np.zeros(400, dtype=int), rng.integers(0, 50, 400)):
+    samples = Resampler(strata, 7, "drift").counts(per_sample, n, 6)
+    assert n < 1000 or np.bincount(strata).min() > bs.FEW_ROWS
+    for grouping in (rng.integers(0, 2, n), np.zeros(n, dtype=int), rng.integers(0, 50, n),
+                     rng.integers(0, n // 2, n), rng.integers(0, 100 * n, n)):
         gid = np.unique(np.stack([strata, grouping]), axis=1, return_inverse=True)[1].ravel()
-        grouped = Resampler(strata, 7, "drift").counts(gid, gid.max() + 1, 30)
+        grouped = Resampler(strata, 7, "drift").counts(gid, gid.max() + 1, 6)
         expected = np.zeros_like(grouped)
-        for row in range(400):
-            expected[:, gid[row]] += samples[:, per_sample[row]]
+        np.add.at(expected.T, gid, samples.T[per_sample])
         np.testing.assert_array_equal(grouped, expected)
 
 

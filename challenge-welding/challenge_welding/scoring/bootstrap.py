@@ -33,6 +33,7 @@ from challenge_welding.constants import SET_NAMES
 from challenge_welding.scoring.criteria import SetArrays, combine, set_criteria, take_rows
 
 CHUNK_CELLS = 16_000_000   # b * n per chunk: 128 MB of float64 weights or int64 draws
+TINY_ROWS = 8              # rows in a stratum up to which each row's draws are counted by comparison
 FEW_ROWS = 4096            # rows in a stratum up to which a chunk's draws are counted in one bincount
 
 # fields each set's criteria read (the strata fields are always kept)
@@ -111,6 +112,12 @@ class Resampler:
                 continue
             draws = rng.integers(0, k, size=(b, k))
             local = rows - first
+            if r <= TINY_ROWS:  # e.g. robustness: a few answers per cell; count bytes, no scatter
+                mapped = np.take(local.astype(np.uint8), draws)
+                for j in range(r - 1):
+                    counts[:, first + j] = np.count_nonzero(mapped == j, axis=1)
+                counts[:, last] = k - counts[:, first:last].sum(axis=1)
+                continue
             if r <= FEW_ROWS:  # small output: one bincount for the whole chunk
                 draws = np.take(local, draws)
                 draws += (np.arange(b) * r)[:, None]
