@@ -13,13 +13,16 @@ from pathlib import Path
 from challenge_welding.errors import ChallengeError
 
 
-def evaluate(submission, data, output, **ingest_options) -> dict:
+def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     """Ingest ``submission`` over ``data/input_data``, score against ``data/reference_data``.
+
+    ``draws``: also write the per-resample values beside OUT, as ``<OUT>.draws.npz`` (scoring.draws).
 
     Returns the scores.json content. Raises ChallengeError when the submission
     fails (ingestion status not "ok") or the score cannot be computed.
     """
     from challenge_welding.ingestion.run import ingest
+    from challenge_welding.scoring.draws import draws_path
     from challenge_welding.scoring.score import score
 
     submission, data, output = Path(submission), Path(data), Path(output)
@@ -31,6 +34,8 @@ def evaluate(submission, data, output, **ingest_options) -> dict:
     if not submission.exists():
         raise ChallengeError(f"submission {submission} not found")
     predictions = output / "predictions"
+    draws_file = draws_path(output)
+    draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
     report = ingest(submission, input_data, predictions, **ingest_options)
     if report.get("status") != "ok":
         errors = report.get("errors") or ["unknown failure"]
@@ -38,6 +43,6 @@ def evaluate(submission, data, output, **ingest_options) -> dict:
         raise ChallengeError(f"ingestion of {submission} failed: {first.splitlines()[0]} "
                              f"(see {predictions / 'ingestion.log'})")
     try:
-        return score(reference, predictions, output)
+        return score(reference, predictions, output, draws_path=draws_file if draws else None)
     except ChallengeError as exc:
         raise ChallengeError(f"scoring of {predictions} failed: {exc}") from exc

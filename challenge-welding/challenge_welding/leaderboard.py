@@ -84,7 +84,7 @@ def table(entries: list[tuple[str, dict, bool]]):
     return frame.reset_index(drop=True)
 
 
-def render_html(frame, title="Leaderboard") -> str:
+def render_html(frame, title="Leaderboard", matrices=None) -> str:
     """Self-contained page (inline CSS, no script, no network)."""
     import jinja2
 
@@ -102,21 +102,41 @@ def render_html(frame, title="Leaderboard") -> str:
             text = f"{v:.2f}" if k == "score" else (f"{v:.4f}" if k == "time_p95" else f"{v:.3f}")
             cells.append({"text": text, "colour": colour(v, *ranges[k], k in LOWER_BETTER)})
         rank_ = rec["rank"]
-        rows.append({"rank": "" if rank_ is None or rank_ != rank_ else int(rank_),
-                     "name": rec["solution"], "reference": bool(rec["reference"]), "cells": cells})
+        rows.append({"rank": _int_text(rank_), "name": rec["solution"], "reference": bool(rec["reference"]),
+                     "cells": cells, "interval": _interval_text(rec), "group": _group_text(rec)})
     return env.get_template("leaderboard.html.j2").render(
         title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
-        version=__version__)
+        version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns)
+
+
+def _int_text(value) -> str:
+    """'' for a missing (None, NaN, <NA>) integer, else its digits."""
+    import pandas as pd
+
+    return "" if value is None or pd.isna(value) else str(int(value))
+
+
+def _group_text(rec) -> str:
+    import pandas as pd
+
+    group = rec.get("group")
+    return "" if group is None or pd.isna(group) else str(group)
+
+
+def _interval_text(rec) -> str:
+    lo, hi = _int_text(rec.get("rank_lo")), _int_text(rec.get("rank_hi"))
+    return f"{lo}-{hi}" if lo else ""
 
 
 def text_table(frame) -> str:
     """Plain-text table for the terminal: rank, solution, score and the six KPIs."""
-    head = f"{'rank':>4}  {'solution':<28}{'score':>7}" + "".join(f"{k[:11]:>12}" for k in KPI_KEYS)
+    sig = "rank_lo" in frame.columns
+    head = (f"{'rank':>4}  " + (f"{'95% rank':>9} {'group':<6}" if sig else "")
+            + f"{'solution':<28}{'score':>7}" + "".join(f"{k[:11]:>12}" for k in KPI_KEYS))
     lines = [head, "-" * len(head)]
     for rec in frame.to_dict("records"):
-        r = rec["rank"]
-        r = "" if r is None or r != r else str(int(r))
-        lines.append(f"{r:>4}  {rec['solution'][:27]:<28}{rec['score']:>7.2f}"
+        extra = f"{_interval_text(rec):>9} {_group_text(rec):<6}" if sig else ""
+        lines.append(f"{_int_text(rec['rank']):>4}  {extra}{rec['solution'][:27]:<28}{rec['score']:>7.2f}"
                      + "".join(f"{rec[k]:>12.3f}" for k in KPI_KEYS))
     return "\n".join(lines)
 
@@ -130,19 +150,30 @@ def output_paths(output) -> tuple[Path, Path]:
 
 
 def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboard",
-                virtual_dir=None):
+                virtual_dir=None, significance=None):
     """Write OUTPUT.html and OUTPUT.csv; return the DataFrame.
 
     folders: scored folders (each with scores.json); a row is named after its
     folder unless ``names`` is given. virtual_data: a build-sets folder whose
     reference data scores the nine virtual solutions as reference rows (in
-    ``virtual_dir``, else a temporary folder).
+    ``virtual_dir``, else a temporary folder). significance: paired comparisons
+    of the scored folders from their ``<OUT>.draws.npz`` (leaderboard_significance):
+    None = when every folder has one, True = required, False = off; they add
+    rank_lo, rank_hi and group columns, the matrices on the page and
+    OUTPUT.pairwise.csv.
     """
+    from challenge_welding import leaderboard_significance as sig
+
     folders = [Path(f) for f in folders]
     names = list(names) if names else [f.resolve().name for f in folders]
     if len(set(names)) != len(names):
         raise ChallengeError(f"two scored folders share a name: {names}; rename one")
     entries = [(n, read_scores(f), False) for n, f in zip(names, folders)]
+    draws = sig.load(folders, names, significance)
+    metrics = None
+    if draws:
+        sig.check(draws, {n: s for n, s, _ in entries})
+        metrics = sig.analyse(draws)
     if virtual_data is not None:
         if virtual_dir is None:
             with tempfile.TemporaryDirectory() as tmp:
@@ -152,8 +183,16 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     if not entries:
         raise ChallengeError("nothing to rank: give scored folders or --virtual DATA")
     frame = table(entries)
+    if metrics:
+        frame = sig.add_columns(frame, metrics)
     html_path, csv_path = output_paths(output)
     html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(render_html(frame, title), encoding="utf-8")
+    matrices = sig.page_matrices(metrics, colour) if metrics else None
+    html_path.write_text(render_html(frame, title, matrices), encoding="utf-8")
     frame.to_csv(csv_path, index=False, float_format="%.6g")
+    pairwise = sig.pairwise_path(csv_path)
+    if metrics:
+        sig.pairwise_frame(metrics).to_csv(pairwise, index=False, float_format="%.6g")
+    else:
+        pairwise.unlink(missing_ok=True)  # no stale matrix beside a board without significance
     return frame

@@ -13,6 +13,9 @@ def add_arguments(parser):
     parser.add_argument("--batch-size", type=int, default=10, help="images per predict() call")
     parser.add_argument("--no-isolation", action="store_true",
                         help="developers: run the folder in this environment, no install")
+    parser.add_argument("--no-draws", action="store_true",
+                        help="do not write the per-resample values OUT.draws.npz (used by `leaderboard` "
+                             "for paired significance)")
 
 
 def run(args):
@@ -22,7 +25,7 @@ def run(args):
     from challenge_welding.evaluate import evaluate
 
     scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
-                      isolation=not args.no_isolation)
+                      isolation=not args.no_isolation, draws=not args.no_draws)
     print(f"score {scores['score']:.2f}   " + "  ".join(f"{k} {scores[k]:.3f}" for k in KPI_KEYS))
     print(f"written: {Path(args.output) / 'scores.json'}, {Path(args.output) / 'detailed_results.html'}")
     return 0

@@ -12,13 +12,20 @@ def add_arguments(parser):
                         help="also score the nine virtual solutions on DATA/reference_data "
                              "(reference rows, not ranked)")
     parser.add_argument("--title", default="Leaderboard")
+    sig = parser.add_mutually_exclusive_group()
+    sig.add_argument("--significance", dest="significance", action="store_true", default=None,
+                     help="paired comparisons from each OUT.draws.npz: P(A > B) matrices, 95 %% rank "
+                          "intervals, groups not distinguishable (Holm); default: on when every OUT has one")
+    sig.add_argument("--no-significance", dest="significance", action="store_false")
 
 
 def run(args):
     from challenge_welding.leaderboard import leaderboard, output_paths, text_table
 
-    frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title)
+    frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title,
+                        significance=args.significance)
     print(text_table(frame))
     html_path, csv_path = output_paths(args.output)
-    print(f"written: {html_path}, {csv_path}")
+    pairwise = csv_path.with_name(csv_path.stem + ".pairwise.csv")
+    print(f"written: {html_path}, {csv_path}" + (f", {pairwise}" if pairwise.is_file() else ""))
     return 0

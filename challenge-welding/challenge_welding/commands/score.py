@@ -11,6 +11,9 @@ def add_arguments(parser):
                         help="output folder: scores.json, details.json, detailed_results.html")
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="scoring config (default: DIR/scoring.yaml, else the packaged default)")
+    parser.add_argument("--draws", metavar="FILE", default=None,
+                        help="organisers: also write the per-resample values (for `leaderboard` "
+                             "significance) to FILE, outside OUT; `leaderboard` looks for OUT.draws.npz")
 
 
 def run(args):
@@ -19,7 +22,7 @@ def run(args):
 
     from challenge_welding.scoring.score import score
 
-    score(args.reference, args.predictions, args.output, args.config)
+    score(args.reference, args.predictions, args.output, args.config, draws_path=args.draws)
     details = json.loads((Path(args.output) / "details.json").read_text())
 
     def ci(interval):

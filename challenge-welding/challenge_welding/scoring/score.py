@@ -128,8 +128,12 @@ def _set_details(prep, result, hashes):
     return out
 
 
-def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True):
-    """(scores, details) from validated frames; details without extras."""
+def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True,
+             draws=None):
+    """(scores, details) from validated frames; details without extras.
+
+    ``draws``: a dict that receives the bootstrap's per-resample values (scoring.draws), if given.
+    """
     warnings = list(warnings)
     prep = prepare(frames, config)
     notes = Notes()
@@ -144,6 +148,8 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
     boot_notes = Notes()
     ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_notes)
           if with_bootstrap else None)
+    if draws is not None and ci is not None:
+        draws.update(ci["values"])
 
     def interval(group, key):
         return None if ci is None else [number(v) for v in ci[group][key]]
@@ -195,8 +201,10 @@ def _write(path: Path, text: str):
     tmp.replace(path)
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None) -> dict:
+def score(reference_dir, predictions_dir, output_dir, config_path=None, draws_path=None) -> dict:
     """Score PRED against DIR; write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
+
+    ``draws_path``: also write the per-resample values there (scoring.draws; not inside OUT).
 
     Returns the scores.json content. Raises ChallengeError (non-zero exit in
     the CLI) when a set is missing or an input is invalid.
@@ -206,11 +214,20 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None) -> dict:
     config = load_config(config_file)
     frames, input_warnings, hashes = read_frames(reference_dir, predictions_dir)
     warnings += input_warnings
-    scores, details = evaluate(frames, config, hashes, config_file, warnings)
+    values = {} if draws_path is not None else None
+    if draws_path is not None:  # a usage error before any work
+        from challenge_welding.scoring.draws import check_unpublished
+        check_unpublished(draws_path, output_dir)
+    scores, details = evaluate(frames, config, hashes, config_file, warnings, draws=values)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     # scores first: whatever happens in the report, the score is not lost
     _write(out / "scores.json", json.dumps(scores, indent=1) + "\n")
+    if draws_path is not None:
+        from challenge_welding.scoring import draws
+
+        draws.save(draws_path, draws.build(values, scores, {n: h["reference"] for n, h in hashes.items()}, config),
+                   published_dir=out)
     from challenge_welding.report.extras import compute_extras
     from challenge_welding.report.html import render_report
 

@@ -1,0 +1,120 @@
+"""Per-resample values of one scored submission: the organisers' file for paired comparisons.
+
+The bootstrap (scoring.bootstrap) draws its resamples from the reference data
+and the seed only, so two submissions scored on the same reference data with
+the same config share their resamples, and their per-resample values can be
+compared pairwise (challenge_welding.significance).
+
+These values are kept out of the published scoring output: a participant
+downloads OUT/, and B values per KPI computed on resamples drawn with a public
+seed give more to probe than one number. The file is written beside OUT, as
+``<OUT>.draws.npz`` (``evaluate`` does it by default, ``score --draws FILE``
+on demand), never inside it.
+
+File format (numpy .npz, no pickle): one float64 array of length B per key of
+DRAW_KEYS (the score, then the six rescaled KPIs), ``point`` (the scores.json
+values of the same keys) and ``header`` (a JSON string: fingerprint, B, seed,
+level, the config and reference hashes, the package version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from challenge_welding.constants import KPI_KEYS, SET_NAMES
+from challenge_welding.errors import ChallengeError
+
+DRAW_KEYS = ("score",) + KPI_KEYS
+SUFFIX = ".draws.npz"
+
+
+def draws_path(output_dir) -> Path:
+    """Where the draws of the scored folder OUT live: ``<OUT>.draws.npz``, beside OUT."""
+    out = Path(output_dir).resolve()
+    return out.with_name(out.name + SUFFIX)
+
+
+def fingerprint(reference_sha256: dict, config: dict) -> str:
+    """sha256 over the reference files' hashes, the config (seed and B included) and the draw keys.
+
+    Two runs are comparable resample by resample exactly when their
+    fingerprints are equal: same reference rows (hence the same strata), same
+    config (criteria, rescaling, bootstrap seed, B and level).
+    """
+    missing = [s for s in SET_NAMES if not reference_sha256.get(s)]
+    if missing:
+        raise ChallengeError(f"no hash of the reference file(s) {', '.join(missing)}: cannot fingerprint the draws")
+    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config,
+               "keys": list(DRAW_KEYS)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class Draws:
+    """The per-resample values of one submission."""
+
+    values: dict          # key of DRAW_KEYS -> (B,) float array
+    point: dict           # key of DRAW_KEYS -> scores.json value
+    fingerprint: str
+    header: dict
+    path: Path | None = None
+
+
+def build(values: dict, scores: dict, reference_sha256: dict, config: dict) -> Draws:
+    """Draws from the bootstrap's ``values`` and the scores.json content."""
+    boot = config["extras"]["bootstrap"]
+    if not values:
+        raise ChallengeError("no per-resample values: the bootstrap is off (extras.bootstrap.n = 0)")
+    from challenge_welding import __version__
+
+    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot["n"]),
+              "seed": int(boot["seed"]), "level": float(boot["level"]),
+              "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
+              "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+              "version": __version__}
+    return Draws({k: np.asarray(values[k], dtype=float) for k in DRAW_KEYS},
+                 {k: float(scores[k]) for k in DRAW_KEYS}, header["fingerprint"], header)
+
+
+def check_unpublished(path, published_dir) -> Path:
+    """``path`` resolved; a ChallengeError when it lies inside ``published_dir`` (what participants download)."""
+    path, pub = Path(path).resolve(), Path(published_dir).resolve()
+    if path == pub or pub in path.parents:
+        raise ChallengeError(f"--draws {path} is inside the published output {pub}: write it elsewhere "
+                             f"(e.g. {draws_path(pub)})")
+    return path
+
+
+def save(path, draws: Draws, published_dir=None) -> Path:
+    """Write ``draws`` to ``path`` (atomically); refuse a path inside ``published_dir``."""
+    path = Path(path).resolve() if published_dir is None else check_unpublished(path, published_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.npz")
+    np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
+             header=np.array(json.dumps(draws.header)), **draws.values)
+    tmp.replace(path)
+    return path
+
+
+def load(path) -> Draws:
+    """Read a draws file; one clear error when it is missing or not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise ChallengeError(f"{path} not found: score with `evaluate` (writes it) or `score --draws {path}`")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            header = json.loads(str(f["header"]))
+            values = {k: np.asarray(f[k], dtype=float) for k in DRAW_KEYS}
+            point = dict(zip(DRAW_KEYS, (float(v) for v in f["point"])))
+    except (OSError, ValueError, KeyError) as exc:
+        raise ChallengeError(f"{path} is not a draws file ({type(exc).__name__}: {exc})") from None
+    lengths = {len(v) for v in values.values()}
+    if lengths != {header.get("n")}:
+        raise ChallengeError(f"{path}: per-resample arrays of lengths {sorted(lengths)}, header says B = "
+                             f"{header.get('n')}")
+    return Draws(values, point, header["fingerprint"], header, path)
