@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.errors import ChallengeError, SubmissionFailed
 
 
 def evaluate(submission, data, output, **ingest_options) -> dict:
@@ -35,7 +35,7 @@ def evaluate(submission, data, output, **ingest_options) -> dict:
     if report.get("status") != "ok":
         errors = report.get("errors") or ["unknown failure"]
         first = errors[0] if isinstance(errors[0], str) else str(errors[0])
-        raise ChallengeError(f"ingestion of {submission} failed: {first.splitlines()[0]} "
+        raise SubmissionFailed(f"ingestion of {submission} failed: {first.splitlines()[0]} "
                              f"(see {predictions / 'ingestion.log'})")
     try:
         return score(reference, predictions, output)

@@ -10,14 +10,18 @@ warnings.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.errors import ChallengeError, SubmissionFailed
+from challenge_welding.scoring.provenance import check_worker_metadata, read_verified, sha256_bytes
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
@@ -69,11 +73,13 @@ def _normalised_codes(values, names):
     return codes, renamed
 
 
-def _read_parquet(path, name, kind):
+def _read_parquet(source, name, kind, path=None):
+    """A parquet file (a path, or its bytes in a buffer named by ``path``); unreadable -> one line."""
+    error = SubmissionFailed if kind == "predictions" else ChallengeError
     try:
-        return pd.read_parquet(path)
+        return pd.read_parquet(source)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise ChallengeError(f"set '{name}': cannot read {kind} file {path} ({type(exc).__name__}: {exc})") from None
+        raise error(f"set '{name}': cannot read {kind} file {path or source} ({type(exc).__name__}: {exc})") from None
 
 
 def read_reference(reference_dir, name) -> pd.DataFrame:
@@ -249,29 +255,54 @@ def ingestion_summary(predictions_dir) -> str:
     return ""
 
 
-def read_frames(reference_dir, predictions_dir):
-    """Read the six sets; return ``(frames, warnings, hashes)``.
+@dataclass
+class Inputs:
+    """What the scorer read: merged frames, warnings, file hashes, and how the predictions were verified."""
+
+    frames: dict
+    warnings: list
+    hashes: dict      # {set: {"reference": sha256, "predictions": sha256}}
+    provenance: dict  # {"verified": bool, "origin": str}
+
+
+def read_frames(reference_dir, predictions_dir, verify=True):
+    """``(frames, warnings, hashes)`` of :func:`read_inputs`."""
+    inputs = read_inputs(reference_dir, predictions_dir, verify)
+    return inputs.frames, inputs.warnings, inputs.hashes
+
+
+def read_inputs(reference_dir, predictions_dir, verify=True) -> Inputs:
+    """Read the six sets, verified (scoring.provenance) unless ``verify`` is False.
 
     ``frames``: {set: DataFrame} with the reference columns, predicted_state,
     the three probabilities (filled and renormalised), the OOD score and
     compute_time. ``hashes``: {set: {"reference": sha256, "predictions": sha256}}.
-    Raises ChallengeError listing every problem (set, column, sample id).
+    With ``verify`` (the default) only predictions the ingestion wrote are
+    accepted (scoring.provenance).
+    Raises SubmissionFailed for missing, unverified or invalid predictions and
+    ChallengeError for bad reference data, listing every problem (set, column, sample id).
     """
     reference_dir, predictions_dir = Path(reference_dir), Path(predictions_dir)
+    if verify:
+        check_worker_metadata(predictions_dir)
     missing = [n for n in SET_NAMES if not (predictions_dir / f"{n}.parquet").is_file()]
     if missing:
-        raise ChallengeError(
+        raise SubmissionFailed(
             f"predictions missing for set{'s' * (len(missing) > 1)} {', '.join(missing)}: "
             f"no {predictions_dir / (missing[0] + '.parquet')}{ingestion_summary(predictions_dir)}")
+    contents, provenance = read_verified(predictions_dir, [f"{n}.parquet" for n in SET_NAMES], verify)
     references, predictions, hashes = {}, {}, {}
     for name in SET_NAMES:
         references[name] = read_reference(reference_dir, name)
-        pred_path = predictions_dir / f"{name}.parquet"
-        predictions[name] = _read_parquet(pred_path, name, "predictions")
+        data = contents[f"{name}.parquet"]
+        predictions[name] = _read_parquet(io.BytesIO(data), name, "predictions", predictions_dir / f"{name}.parquet")
         hashes[name] = {"reference": sha256_file(reference_dir / f"{name}.parquet"),
-                        "predictions": sha256_file(pred_path)}
+                        "predictions": sha256_bytes(data)}
     frames, warnings = frames_from(references, predictions, where=str(predictions_dir))
-    return frames, warnings, hashes
+    if not provenance["verified"]:
+        warnings.insert(0, f"predictions of {predictions_dir} not verified (score --unverified): "
+                           "no check that the ingestion wrote them")
+    return Inputs(frames, warnings, hashes, provenance)
 
 
 def frames_from(references, predictions, where="predictions"):
@@ -282,6 +313,6 @@ def frames_from(references, predictions, where="predictions"):
         if clean is not None and not problems:
             frames[name] = _frame(references[name], clean)
     if problems:
-        raise ChallengeError(f"invalid predictions in {where} ({len(problems)} problem"
+        raise SubmissionFailed(f"invalid predictions in {where} ({len(problems)} problem"
                              f"{'s' * (len(problems) > 1)}):\n" + "\n".join(problems))
     return frames, warnings

@@ -23,7 +23,7 @@ from challenge_welding.errors import ChallengeError
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import Notes, compute, prepare
-from challenge_welding.scoring.inputs import read_frames
+from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS
 
 # which criteria feed which KPI (for details.json and the page)
@@ -195,7 +195,7 @@ def _write(path: Path, text: str):
     tmp.replace(path)
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None) -> dict:
+def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
     """Score PRED against DIR; write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
 
     Returns the scores.json content. Raises ChallengeError (non-zero exit in
@@ -204,9 +204,11 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None) -> dict:
     warnings: list = []
     config_file = resolve_config(reference_dir, config_path, warnings)
     config = load_config(config_file)
-    frames, input_warnings, hashes = read_frames(reference_dir, predictions_dir)
-    warnings += input_warnings
+    inputs = read_inputs(reference_dir, predictions_dir, verify)
+    frames, hashes = inputs.frames, inputs.hashes
+    warnings += inputs.warnings
     scores, details = evaluate(frames, config, hashes, config_file, warnings)
+    details["provenance"] = inputs.provenance
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     # scores first: whatever happens in the report, the score is not lost
