@@ -221,7 +221,7 @@ def robustness_criteria(a: SetArrays, config, w=None, sink=None):
         mask, levels, groups = _axes(a)[x]
         ml = m.ml_score(a.y[mask], a.pred[mask], groups=groups, n_groups=len(levels), sample_weight=_w(w, mask),
                         undefined=sink(f"ML per level ({x})"), **_ml_args(config))
-        curves[x] = (levels, ml)
+        curves[x] = (levels, ml, np.bincount(groups, minlength=len(levels)))  # samples per level
         c[key] = m.level_auc(levels, ml, undefined=sink(f"r_{x}"))
     return c, {"curves": curves, "present": sorted(curves)}
 

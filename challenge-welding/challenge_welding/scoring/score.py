@@ -23,6 +23,7 @@ from challenge_welding.errors import ChallengeError
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import Notes, compute, prepare
+from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS
 
@@ -173,9 +174,13 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
                      "criteria": {ck: c[ck] for ck in KPI_CRITERIA[k]}} for k in KPI_KEYS},
         "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
         "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
-        "robustness": {x: {"levels": [number(v) for v in levels], "ml": [number(v) for v in ml],
+        # ML per level published only for levels of >= min_samples samples (disclosure)
+        "robustness": {x: {"levels": [number(v) for v in levels],
+                           "ml": hide_small(counts, config["disclosure"]["min_samples"],
+                                            [number(v) for v in ml])[0],
+                           "n": [int(k) for k in counts],
                            "r": c[ROBUSTNESS_KEYS[x]], "weight": number(weights[x] / total)}
-                       for x, (levels, ml) in res["curves"].items()},
+                       for x, (levels, ml, counts) in res["curves"].items()},
         "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
                  "n": int(len(times))},
         "undefined_cases": notes.records + [r for r in boot_notes.records if r not in notes.records],
