@@ -240,11 +240,11 @@ def test_bootstrap_interval_contains_the_estimate_and_shrinks_with_n(reference_m
 
 
 def test_undefined_cases_met_in_resamples_are_counted(uncalibrated_reference, tmp_path):
-    from challenge_welding.scoring.criteria import Notes
+    from challenge_welding.scoring.criteria import UndefinedCases
 
     config = load_config(DEFAULT_CONFIG_PATH)
     frames, _, _ = read_frames(uncalibrated_reference, make_virtual(uncalibrated_reference, "perfect", tmp_path / "p"))
-    notes = Notes()
+    notes = UndefinedCases()
     bootstrap(prepare(frames, config), config, n_boot=120, seed=0, notes=notes)
     counted = [r for r in notes.records if "resamples" in r]
     # every resample of a perfect answer keeps the hard decisions perfect: UOP's degenerate case each time

@@ -20,33 +20,13 @@ import numpy as np
 from challenge_welding.constants import KPI_KEYS, SET_NAMES
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.metrics import operational_cost
+from challenge_welding.scoring.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
 from . import charts
 from .extras import compute_extras
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-KPI_LABELS = {"perf": "Performance", "uncertainty": "Uncertainty", "robustness": "Robustness",
-              "ood": "OOD detection", "generalization": "Generalization", "drift": "Drift"}
-KPI_SETS = {"perf": "performance", "uncertainty": "performance", "robustness": "robustness",
-            "ood": "ood_real + ood_synthetic", "generalization": "generalization", "drift": "drift"}
-CRITERIA = {  # key: (KPI, label, meaning, better)
-    "op": ("perf", "OP", "operational cost: 0 = perfect, 1 = human-only process, > 1 worse", "lower"),
-    "ml": ("perf", "ML", "F-beta of the defect class KO (UNKNOWN = not KO)", "higher"),
-    "time_p95": ("perf", "t (s)", "95th percentile of the per-image predict() time, seconds", "lower"),
-    "uop": ("uncertainty", "UOP", "gain of the probabilities over the hard answers, in cost", "higher"),
-    "ucalib_ko": ("uncertainty", "ECE_KO", "calibration error on the true-KO samples", "lower"),
-    "ucalib_ok": ("uncertainty", "ECE_OK", "calibration error on the true-OK samples", "lower"),
-    "r_blur": ("robustness", "r blur", "area under ML(level) / axis length, blur ladder", "higher"),
-    "r_lum": ("robustness", "r luminance", "area under ML(level) / axis length, luminance ladder", "higher"),
-    "r_rot": ("robustness", "r rotation", "area under ML(level) / axis length, rotation ladder", "higher"),
-    "r_trans": ("robustness", "r translation", "area under ML(level) / axis length, translation ladder", "higher"),
-    "ood_syn": ("ood", "AUROC synthetic", "OOD score against the OOD label, ood_synthetic", "higher"),
-    "ood_real": ("ood", "AUROC real", "OOD score against the OOD label, ood_real", "higher"),
-    "op_g": ("generalization", "OP_g", "operational cost on unseen seams", "lower"),
-    "ml_g": ("generalization", "ML_g", "F-beta of KO on unseen seams", "higher"),
-    "op_d": ("drift", "OP_d", "operational cost on the drift samples not labelled OOD", "lower"),
-    "ood_d": ("drift", "AUROC_d", "OOD score against the OOD label along the drift sequence", "higher"),
-}
+KPI_LABELS = {k.key: k.label for k in KPIS}
 
 
 def render_report(details: dict, frames: dict | None = None, config=None) -> str:
@@ -202,26 +182,6 @@ def _rescaling_text(kpi: dict, betas) -> str:
             f"rescaled = raw")
 
 
-def _kpi_formula(key: str, config) -> str:
-    k = lambda name: fmt(config["kpis"][key][name], 4).rstrip("0").rstrip(".")  # noqa: E731
-    if key == "perf":
-        return (f"I_perf = ({k('alpha_op')} e^(-{k('k_c')} OP) + {k('alpha_ml')} ML) / "
-                f"(1 + {k('k_t')} ln(1 + t))")
-    if key == "uncertainty":
-        return (f"I_U = clip(UOP) · clip(1 - {k('calib_factor')} ({k('w_ko')} ECE_KO + {k('w_ok')} ECE_OK)), "
-                f"{k('ece_bins')} bins")
-    if key == "robustness":
-        w = config["kpis"]["robustness"]["weights"]
-        return "I_rob = " + " + ".join(f"{fmt(v, 2)} r_{name}" for name, v in w.items())
-    if key == "ood":
-        return f"I_ood = {k('w_syn')} AUROC_syn + {k('w_real')} AUROC_real"
-    if key == "generalization":
-        return f"I_gen = {k('alpha_op')} e^(-{k('k_op')} OP_g) + {k('alpha_ml')} ML_g"
-    if key == "drift":
-        return f"I_drift = {k('alpha_op')} e^(-{k('k_op')} OP_d) + {k('alpha_ood')} AUROC_d"
-    return ""
-
-
 def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
     betas = (config["rescaling"]["beta1"], config["rescaling"]["beta2"])
     weights = config["final_weights"]
@@ -230,16 +190,15 @@ def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]
         kpi = kpis.get(key) or {}
         crit_values = kpi.get("criteria") or {}
         criteria = []
-        for ck, (owner, label, meaning, better) in CRITERIA.items():
-            if owner != key:
-                continue
-            criteria.append({"key": ck, "label": label, "meaning": meaning, "better": better,
+        for ck in kpi_criteria(key):
+            c = BY_KEY[ck]
+            criteria.append({"key": ck, "label": c.label, "meaning": c.meaning, "better": c.better,
                              "value": crit_values.get(ck, scores.get(ck)), "ci": criteria_ci.get(ck)})
-        rows.append({"key": key, "label": KPI_LABELS[key], "set": KPI_SETS[key], "present": bool(kpi),
+        rows.append({"key": key, "label": KPI_BY_KEY[key].label, "set": KPI_BY_KEY[key].sets, "present": bool(kpi),
                      "raw": kpi.get("raw"), "rescaled": kpi.get("rescaled", scores.get(key)),
                      "ci": kpi.get("ci"), "raw_ci": kpi.get("raw_ci"), "weight": kpi.get("weight", weights.get(key)),
                      "rescaling": _rescaling_text(kpi, betas), "rescaling_kind": kpi.get("rescaling"),
-                     "formula": _kpi_formula(key, config), "criteria": criteria})
+                     "formula": KPI_BY_KEY[key].formula(config), "criteria": criteria})
     return rows
 
 

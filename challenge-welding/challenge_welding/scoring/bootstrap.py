@@ -86,7 +86,7 @@ def draw_counts(strata, mult, b, rng):
 def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95, notes=None):
     """Intervals {"score": [lo, hi], "criteria": {...}, "raw": {...}, "rescaled": {...}}.
 
-    ``notes`` (a criteria.Notes) collects the undefined cases met in resamples, with their counts.
+    ``notes`` (a criteria.UndefinedCases) collects the undefined cases met in resamples, with their counts.
     """
     if n_boot <= 0:
         return None

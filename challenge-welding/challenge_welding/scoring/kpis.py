@@ -56,7 +56,7 @@ def drift_kpi(op_d, auc_d, alpha_op, alpha_ood, k_op):
 
 
 def raw_kpis(c, r, config):
-    """The six raw KPIs from the criteria ``c`` (keys of constants.CRITERIA_KEYS) and ``r``
+    """The six raw KPIs from the criteria ``c`` (keys of scoring.registry.CRITERIA_KEYS) and ``r``
     ({perturbation type present: r_x})."""
     k = config["kpis"]
     p, u, g, d, o = k["perf"], k["uncertainty"], k["generalization"], k["drift"], k["ood"]
@@ -70,6 +70,3 @@ def raw_kpis(c, r, config):
         "drift": drift_kpi(c["op_d"], c["ood_d"], d["alpha_op"], d["alpha_ood"], d["k_op"]),
     }
 
-
-# perturbation type -> scores.json key of its r_x
-ROBUSTNESS_KEYS = {"blur": "r_blur", "luminance": "r_lum", "rotation": "r_rot", "translation": "r_trans"}

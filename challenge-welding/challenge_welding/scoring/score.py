@@ -22,20 +22,11 @@ from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_
 from challenge_welding.errors import ChallengeError
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
-from challenge_welding.scoring.criteria import Notes, compute, prepare
+from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.inputs import read_inputs
-from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS
+from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
-# which criteria feed which KPI (for details.json and the page)
-KPI_CRITERIA = {
-    "perf": ("op", "ml", "time_p95"),
-    "uncertainty": ("uop", "ucalib_ko", "ucalib_ok"),
-    "robustness": ("r_blur", "r_lum", "r_rot", "r_trans"),
-    "ood": ("ood_syn", "ood_real"),
-    "generalization": ("op_g", "ml_g"),
-    "drift": ("op_d", "ood_d"),
-}
 SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
 
 
@@ -60,36 +51,7 @@ def resolve_config(reference_dir, config_path, warnings):
 
 
 def _metric_card(config, config_file, hashes):
-    ml, u, t = config["ml"], config["kpis"]["uncertainty"], config["time"]
-    ml_name = {"binary": f"F-beta of {ml['pos_label']}", "macro": "macro F-beta (KO, OK)",
-               "precision": f"precision of {ml['pos_label']}"}[ml["average"]]
-    ml_params = {"beta": ml["beta"], "average": ml["average"], "pos_label": ml["pos_label"],
-                 "zero_division": ml["zero_division"], "UNKNOWN": "counts as not predicted positive"}
-    cost_params = {"cost": config["cost"], "seam_weights": config["seam_weights"],
-                   "default_seam_weight": config["default_seam_weight"]}
-    metrics = [
-        {"name": "OP", "set": "performance",
-         "formula": "(C(yhat) - C(ideal)) / (C(human) - C(ideal)); C = sum_s w_s mean_{k in s} cost / sum_s w_s",
-         "parameters": {**cost_params, "ideal": "true class (UNKNOWN if labelled OOD)", "human": "UNKNOWN"}},
-        {"name": "ML", "set": "performance", "formula": ml_name, "parameters": ml_params},
-        {"name": "time_p95", "set": "performance", "formula": "percentile of per-image predict time (s)",
-         "parameters": {"percentile": t["percentile"], "method": t["method"]}},
-        {"name": "UOP", "set": "performance",
-         "formula": "(C(yhat) - C_soft(p)) / (C(yhat) - C(ideal)); if C(yhat) - C(ideal) < tol (C(human) - "
-                    "C(ideal)): 1 - (C_soft - C(ideal)) / (C(human) - C(ideal))",
-         "parameters": {"tol": u["degenerate_tol"]}},
-        {"name": "ECE", "set": "performance (true-KO and true-OK subsets)",
-         "formula": "sum_m |B_m|/N |acc(B_m) - conf(B_m)|, conf = max(p_KO, p_OK)/(p_KO + p_OK)",
-         "parameters": {"bins": u["ece_bins"], "binning": "equal width [m/M, (m+1)/M), last closed, empty skipped",
-                        "w_ko": u["w_ko"], "w_ok": u["w_ok"], "calib_factor": u["calib_factor"]}},
-        {"name": "r_x", "set": "robustness",
-         "formula": "trapezoid area of ML over the level axis / axis length (level 0 = clean rows)",
-         "parameters": {"weights": config["kpis"]["robustness"]["weights"], "ML": ml_name}},
-        {"name": "AUROC", "set": "ood_real, ood_synthetic, drift",
-         "formula": "P(s_ood > s_in) + 0.5 P(s_ood = s_in)",
-         "parameters": {"ties": "averaged", "constant or single class": 0.5}},
-        {"name": "OP_g, ML_g", "set": "generalization", "formula": "as OP and ML", "parameters": cost_params},
-        {"name": "OP_d", "set": "drift", "formula": "OP over the samples not labelled OOD", "parameters": {}},
+    metrics = metric_card_rows(config) + [
         {"name": "rescaling", "set": "all",
          "formula": "piecewise linear through (0,0), (alpha1,beta1), (alpha2,beta2), (1,1)",
          "parameters": {"beta1": config["rescaling"]["beta1"], "beta2": config["rescaling"]["beta2"]}},
@@ -133,17 +95,17 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
     """(scores, details) from validated frames; details without extras."""
     warnings = list(warnings)
     prep = prepare(frames, config)
-    notes = Notes()
+    cases = UndefinedCases()
     with np.errstate(all="ignore"), _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
-        res = compute(prep, config, notes=notes)
+        res = compute(prep, config, cases=cases)
     c = {k: number(v) for k, v in res["criteria"].items()}
     scores = {"score": number(res["score"]), **{k: number(res["rescaled"][k]) for k in KPI_KEYS},
               **{k: c[k] for k in CRITERIA_KEYS}}
     assert tuple(scores) == SCORE_KEYS
     boot_cfg = config["extras"]["bootstrap"]
-    boot_notes = Notes()
-    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_notes)
+    boot_cases = UndefinedCases()
+    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_cases)
           if with_bootstrap else None)
 
     def interval(group, key):
@@ -171,7 +133,7 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
                      "alpha1": config["rescaling"]["alpha"][k]["alpha1"],
                      "alpha2": config["rescaling"]["alpha"][k]["alpha2"],
                      "rescaling": res["modes"][k], "weight": config["final_weights"][k],
-                     "criteria": {ck: c[ck] for ck in KPI_CRITERIA[k]}} for k in KPI_KEYS},
+                     "criteria": {ck: c[ck] for ck in kpi_criteria(k)}} for k in KPI_KEYS},
         "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
         "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
         # ML per level published only for levels of >= min_samples samples (disclosure)
@@ -183,7 +145,7 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
                        for x, (levels, ml, counts) in res["curves"].items()},
         "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
                  "n": int(len(times))},
-        "undefined_cases": notes.records + [r for r in boot_notes.records if r not in notes.records],
+        "undefined_cases": cases.records + [r for r in boot_cases.records if r not in cases.records],
         "warnings": warnings,
         "extras": {},
         "metric_card": _metric_card(config, config_file, hashes or {}),
