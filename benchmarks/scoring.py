@@ -41,7 +41,7 @@ from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
 from challenge_welding.scoring.config import load_config  # noqa: E402
 from challenge_welding.scoring.criteria import prepare  # noqa: E402
 from challenge_welding.scoring.inputs import read_frames  # noqa: E402
-from challenge_welding.scoring.score import evaluate  # noqa: E402
+from challenge_welding.scoring.score import score_frames  # noqa: E402
 from challenge_welding.scoring.virtual import make_virtual  # noqa: E402
 
 
@@ -196,7 +196,7 @@ def main():
 
         def criteria_and_kpis():
             fr, _, hashes = read_frames(ref, pred)
-            return evaluate(fr, config, hashes, with_bootstrap=False)
+            return score_frames(fr, config, hashes, with_bootstrap=False)
 
         (scores, details), t1, m1 = measure(criteria_and_kpis)
         print(f"(1) read + criteria + KPIs + score: {t1:6.2f} s   peak {m1:7.1f} MiB   (goal < 3 s)")

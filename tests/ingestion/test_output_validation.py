@@ -64,7 +64,7 @@ def test_negative_ood_scores_are_clipped_column_vectors_accepted():
 @pytest.mark.parametrize("output,message", [
     ("OK", "must return a dict"),
     ({"probabilities": [[1, 0, 0]] * 2}, "returned no 'predictions'"),
-    ({"predictions": ["OK"]}, "'predictions' has 1 entries for a batch of 2 images (samples a .. b)"),
+    ({"predictions": ["OK"]}, "'predictions' has 1 entries for a batch of 2 images"),
     ({"predictions": "OKOK"}, "'predictions' must be a list"),
     ({"predictions": ["OK", "DEFECT"]}, "sample b: prediction 'DEFECT' is not one of KO, OK, UNKNOWN"),
     ({"predictions": ["OK", 1]}, "sample b: prediction 1 is not one of"),

@@ -16,7 +16,7 @@ REFERENCE_COLUMNS = ("sample_id", "class", "welding-seams", "perturbation", "lev
 
 @pytest.fixture(scope="module")
 def scored(report_frames, scoring_config, tmp_path_factory):
-    score_mod = pytest.importorskip("challenge_welding.scoring.score")
+    score_mod = pytest.importorskip("challenge_welding.pipeline")
     root = tmp_path_factory.mktemp("e2e")
     ref, pred, out = root / "reference_data", root / "predictions", root / "out"
     ref.mkdir()

@@ -35,7 +35,7 @@ from sklearn.metrics import roc_curve
 from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
 from challenge_welding.report.retention import retention_curve
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH
-from challenge_welding.scoring.score import score
+from challenge_welding.pipeline import score
 
 MIN_SAMPLES = 25
 

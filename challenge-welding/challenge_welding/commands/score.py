@@ -21,7 +21,7 @@ def run(args):
     import json
     from pathlib import Path
 
-    from challenge_welding.scoring.score import score
+    from challenge_welding.pipeline import score
 
     score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified)
     details = json.loads((Path(args.output) / "details.json").read_text())

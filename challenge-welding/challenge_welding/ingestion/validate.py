@@ -77,8 +77,8 @@ def _as_list(output: dict, key: str, n: int, sample_ids: list[str]):
         raise OutputError(f"'{key}' must be a list (or array) with one entry per image, "
                           f"got {_describe(value)}")
     if len(value) != n:
-        raise OutputError(f"'{key}' has {len(value)} entries for a batch of {n} images "
-                          f"(samples {sample_ids[0]} .. {sample_ids[-1]})")
+        # the caller's message names the set and the batch's samples
+        raise OutputError(f"'{key}' has {len(value)} entries for a batch of {n} images")
     return value
 
 

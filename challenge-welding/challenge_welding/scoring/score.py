@@ -1,9 +1,10 @@
-"""The scoring shell: read, validate, compute, and write scores.json, details.json and the page.
+"""The scoring shell: read, verify, validate and compute scores.json and details.json.
 
-``score(reference_dir, predictions_dir, output_dir)`` is what the CLI's
-``score`` command and the Codabench scoring program run. The numbers come from
-the functional core (``criteria.compute``); this module only does I/O and
-assembles ``details.json`` (schema in the team guide).
+``score_predictions`` gives the scores and the details (no file written);
+``challenge_welding.pipeline.score`` (the CLI's ``score``, ``evaluate`` and the
+Codabench scoring program) writes them with the extras and the page. The
+numbers come from the functional core (``criteria.compute``); this module only
+does I/O and assembles ``details.json``. It never imports ``report``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import platform
 import sys
 import warnings as _warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +93,7 @@ def _set_details(prep, result, hashes):
     return out
 
 
-def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True):
+def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True):
     """(scores, details) from validated frames; details without extras."""
     warnings = list(warnings)
     prep = prepare(frames, config)
@@ -154,52 +156,56 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
     return scores, details
 
 
-def _write(path: Path, text: str):
-    if path.name == "metadata":  # Codabench reserves this name in the output folder
+def write_output(path, text: str):
+    """Write one output file atomically (never a file named 'metadata': Codabench reserves it)."""
+    path = Path(path)
+    if path.name == "metadata":
         raise ChallengeError("refusing to write a file named 'metadata' into the output")
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
-    """Score PRED against DIR; write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
+def details_json(details: dict) -> str:
+    return json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n"
 
-    Returns the scores.json content. Raises ChallengeError (non-zero exit in
-    the CLI) when a set is missing or an input is invalid.
+
+@dataclass
+class Scored:
+    """The result of scoring a prediction folder: what is written, and what the report reads."""
+
+    scores: dict   # scores.json content
+    details: dict  # details.json content (extras still empty)
+    frames: dict   # the merged frames (for the extras)
+    config: dict   # the validated config
+
+
+def score_predictions(reference_dir, predictions_dir, config_path=None, verify=True) -> Scored:
+    """Read, verify (scoring.provenance, unless ``verify`` is False) and score PRED against DIR; no file written.
+
+    Raises SubmissionFailed when the predictions are missing, unverified or
+    invalid, ChallengeError when the reference data or the config is bad.
     """
     warnings: list = []
     config_file = resolve_config(reference_dir, config_path, warnings)
     config = load_config(config_file)
     inputs = read_inputs(reference_dir, predictions_dir, verify)
-    frames, hashes = inputs.frames, inputs.hashes
-    warnings += inputs.warnings
-    scores, details = evaluate(frames, config, hashes, config_file, warnings)
+    scores, details = score_frames(inputs.frames, config, inputs.hashes, config_file, warnings + inputs.warnings)
     details["provenance"] = inputs.provenance
+    return Scored(scores, details, inputs.frames, config)
+
+
+def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
+    """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
+
+    ``challenge_welding.pipeline.score`` is the whole output (extras and the page too).
+    """
+    scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # scores first: whatever happens in the report, the score is not lost
-    _write(out / "scores.json", json.dumps(scores, indent=1) + "\n")
-    from challenge_welding.report.extras import compute_extras
-    from challenge_welding.report.html import render_report
-
-    try:
-        details["extras"] = compute_extras(frames, config)
-    except Exception as exc:  # the extras never change the score: report the failure, keep going
-        details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
-    _write(out / "details.json", json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n")
-    try:
-        page = render_report(details, frames, config)
-    except Exception as exc:
-        details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
-        _write(out / "details.json", json.dumps(details, indent=1, default=_json_default) + "\n")
-        page = ("<!doctype html><html><head><meta charset='utf-8'><title>Detailed results</title></head><body>"
-                f"<h1>Score {scores['score']:.2f}</h1><p>The detailed page could not be rendered: "
-                f"{type(exc).__name__}.</p><pre>{json.dumps(scores, indent=1)}</pre></body></html>")
-    _write(out / "detailed_results.html", page)
-    for w in details["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
-    return scores
+    write_output(out / "scores.json", json.dumps(scored.scores, indent=1) + "\n")
+    write_output(out / "details.json", details_json(scored.details))
+    return scored.scores
 
 
 def _json_default(obj):
