@@ -18,7 +18,7 @@ from challenge_welding.constants import KPI_KEYS, PERTURBATIONS
 from challenge_welding.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_scoring.yaml")
-SUM_TOL = 1e-9
+WEIGHT_SUM_TOL = 1e-9  # weight vectors that must sum to 1
 ML_AVERAGES = ("binary", "macro", "precision")
 TIME_METHODS = ("linear", "lower", "higher", "midpoint")
 
@@ -142,7 +142,7 @@ def validate_config(raw, source="<config>") -> dict:
         for part in path:
             node = node[part]
         total = sum(node[k] for k in keys)
-        if abs(total - 1.0) > SUM_TOL:
+        if abs(total - 1.0) > WEIGHT_SUM_TOL:
             raise _err(where + path, f"weights {', '.join(keys)} must sum to 1, got {total:.12g}")
     r = config["rescaling"]
     if not r["beta1"] < r["beta2"]:

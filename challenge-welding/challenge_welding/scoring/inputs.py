@@ -2,9 +2,10 @@
 
 Every problem found is one line naming the set, the column and a sample id; all
 problems of all sets are gathered and raised together as one ChallengeError, so
-a participant fixes everything in one go. Recoverable issues (probabilities off
-1 by more than the tolerance, missing probabilities or OOD scores) become
-warnings.
+a participant fixes everything in one go. The rules of a row are
+``challenge_welding.prediction_rules`` (shared with the ingestion); recoverable
+issues (probabilities off 1 by more than the tolerance, missing probabilities
+or OOD scores, negative OOD scores clipped to 0) become warnings.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import pandas as pd
 
 from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.errors import ChallengeError, SubmissionFailed
+from challenge_welding.prediction_rules import (
+    PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
+)
 from challenge_welding.scoring.provenance import check_worker_metadata, read_verified, sha256_bytes
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
-SUM_TOL = 1e-3
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 REFERENCE_COLUMNS = {
     "performance": (), "generalization": (),
@@ -54,25 +57,6 @@ def _line(name, column, what, ids, mask):
     return f"set '{name}', column '{column}': {what} ({count} row{'s' * (count > 1)}, e.g. sample_id {sid!r})"
 
 
-def _normalised_codes(values, names):
-    """Codes of ``values`` in ``names`` (-1 outside), trying case/whitespace normalisation on misses.
-
-    Returns (codes, renamed mask). Categorical codes are hash-based: fast on 10^6 rows.
-    """
-    values = pd.Series(values).reset_index(drop=True)
-    codes = pd.Index(list(names)).get_indexer(values).astype(np.int16)
-    renamed = np.zeros(len(values), dtype=bool)
-    miss = np.flatnonzero(codes < 0)
-    if miss.size:
-        fixed = values.iloc[miss].astype(str).str.strip().str.upper()
-        again = pd.Index(list(names)).get_indexer(fixed)
-        ok = (again >= 0) & values.iloc[miss].notna().to_numpy()
-        again = np.asarray(again)
-        codes[miss[ok]] = again[ok]
-        renamed[miss[ok]] = True
-    return codes, renamed
-
-
 def _read_parquet(source, name, kind, path=None):
     """A parquet file (a path, or its bytes in a buffer named by ``path``); unreadable -> one line."""
     error = SubmissionFailed if kind == "predictions" else ChallengeError
@@ -99,7 +83,7 @@ def read_reference(reference_dir, name) -> pd.DataFrame:
     dup = ids.duplicated().to_numpy()
     if dup.any():
         problems.append(_line(name, "sample_id", "duplicate ids in the reference", ids, dup))
-    codes, _ = _normalised_codes(ref["class"], CLASSES)
+    codes, _ = label_codes(ref["class"], CLASSES)
     bad = codes < 0
     if bad.any():
         problems.append(_line(name, "class", "reference label outside KO/OK", ids, bad))
@@ -164,7 +148,7 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     codes = t = None
     if "predicted_state" in pred.columns:
         raw = pred["predicted_state"].reset_index(drop=True)
-        codes, renamed = _normalised_codes(raw, STATES)
+        codes, renamed = label_codes(raw, STATES)
         bad = codes < 0
         if bad.any():
             value = raw.iloc[np.flatnonzero(bad)[0]]
@@ -187,26 +171,20 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     elif len(present) < 3:
         problems.append(f"set '{name}', column '{next(c for c in PROBA_COLUMNS if c not in present)}': "
                         "probability column missing (give all three or none)")
-    else:
+    else:  # the shared row rules (prediction_rules), worded per column
+        check = check_probabilities(values)
         for j, column in enumerate(PROBA_COLUMNS):
-            col = values[:, j]
-            if np.isnan(col).any():
-                problems.append(_line(name, column, "missing (NaN) probability", ids, np.isnan(col)))
-            if np.isinf(col).any():
-                problems.append(_line(name, column, "infinite probability", ids, np.isinf(col)))
-            if (col < 0).any():
-                problems.append(_line(name, column, "negative probability", ids, col < 0))
-        total = values.sum(axis=1)
-        finite = np.isfinite(total)
-        zero = finite & (total == 0)
-        if zero.any():
-            problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, zero))
-        off = finite & ~zero & (np.abs(total - 1) > SUM_TOL)
-        if off.any():
-            warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {SUM_TOL:g}: renormalised",
-                                  ids, off))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                values = values / np.where(zero | ~finite, 1.0, total)[:, None]
+            for mask, what in ((check.nan[:, j], "missing (NaN) probability"),
+                               (check.inf[:, j], "infinite probability"),
+                               (check.negative[:, j], "negative probability")):
+                if mask.any():
+                    problems.append(_line(name, column, what, ids, mask))
+        if check.zero_sum.any():
+            problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, check.zero_sum))
+        if check.renormalised.any():
+            warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {PROBA_SUM_TOL_TEXT}: "
+                                  "renormalised", ids, check.renormalised))
+        values = check.values
 
     s = (pd.to_numeric(pred[OOD_COLUMN], errors="coerce").to_numpy(dtype=float)
          if OOD_COLUMN in pred.columns else np.full(len(pred), np.nan))
@@ -215,9 +193,11 @@ def _validate_predictions(pred, ref, name, problems, warnings):
             warnings.append(f"set '{name}': no OOD scores given: 0 used (AUROC 0.5)")
         s = np.zeros(len(pred))
     else:
-        bad = ~np.isfinite(s) | (s < 0)
-        if bad.any():
-            problems.append(_line(name, OOD_COLUMN, "missing (NaN), infinite or negative OOD score", ids, bad))
+        non_finite, negative, s = check_ood_scores(s)
+        if non_finite.any():
+            problems.append(_line(name, OOD_COLUMN, "missing (NaN) or infinite OOD score", ids, non_finite))
+        if negative.any():
+            warnings.append(_line(name, OOD_COLUMN, "negative OOD scores clipped to 0", ids, negative))
     if len(problems) > before:
         return None
     # align to the reference rows (ids are a permutation of the reference's here)

@@ -26,6 +26,7 @@ from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
+from challenge_welding.scoring.kpis import robustness_weights
 from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
@@ -115,7 +116,7 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
 
     weights = config["kpis"]["robustness"]["weights"]
     present = res["robustness_present"]
-    total = sum(weights[x] for x in present) or 1.0
+    used = robustness_weights(weights, present)  # the KPI's own renormalisation
     if len(present) < len(weights):
         warnings.append(f"perturbation types absent from the robustness set: "
                         f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
@@ -143,7 +144,7 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
                            "ml": hide_small(counts, config["disclosure"]["min_samples"],
                                             [number(v) for v in ml])[0],
                            "n": [int(k) for k in counts],
-                           "r": c[ROBUSTNESS_KEYS[x]], "weight": number(weights[x] / total)}
+                           "r": c[ROBUSTNESS_KEYS[x]], "weight": number(used[x])}
                        for x, (levels, ml, counts) in res["curves"].items()},
         "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
                  "n": int(len(times))},
