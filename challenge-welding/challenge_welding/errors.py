@@ -20,3 +20,9 @@ class SubmissionFailed(ChallengeError):
     """The submission failed: its ingestion failed, or its predictions cannot be scored (exit status 1)."""
 
     exit_code = 1
+
+
+def exit_status_help(failed: str | None = None) -> str:
+    """The exit-status line of a command's --help; ``failed`` says when this command's submission fails."""
+    one = f", 1 = the submission failed ({failed})" if failed else ""
+    return f"exit status: 0 = ok{one}, 2 = bad input or usage; errors go to stderr as 'error: ...'."

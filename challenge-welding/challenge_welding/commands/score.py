@@ -4,6 +4,10 @@ HELP = "Score predictions: the six trust KPIs, the leaderboard score and the det
 
 
 def add_arguments(parser):
+    from challenge_welding.errors import exit_status_help
+
+    parser.epilog = exit_status_help("its ingestion failed, or its predictions are missing, not the "
+                                     "ingestion's, or invalid")
     parser.add_argument("--reference", required=True, metavar="DIR",
                         help="reference_data folder (<set>.parquet, scoring.yaml)")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="predictions folder (<set>.parquet)")
