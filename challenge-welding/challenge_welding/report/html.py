@@ -41,6 +41,7 @@ def render_report(details: dict, frames: dict | None = None, config=None) -> str
     env.filters["f"] = fmt
     env.filters["pct"] = pct
     env.filters["param"] = param
+    env.filters["formula"] = formula_markup
     return env.get_template("report.html.j2").render(**build_context(details, frames, config))
 
 
@@ -182,6 +183,38 @@ def _rescaling_text(kpi: dict, betas) -> str:
             f"rescaled = raw")
 
 
+def _rescaling_plain(kpi: dict, betas) -> str:
+    """One plain-language line: what a rescaled value means against the two virtual references."""
+    b1, b2 = betas
+    a1, a2 = kpi.get("alpha1"), kpi.get("alpha2")
+    kind = kpi.get("rescaling") or "unscaled"
+    good = f"{fmt(b2, 1)} = as good as the 'good' reference (raw {fmt(a2)})"
+    if kind == "three-piece":
+        return (f"Rescaled {fmt(b1, 1)} = as good as 'full UNKNOWN' (raw {fmt(a1)}), {good}, 1 = perfect.")
+    if kind == "two-piece":
+        return f"Rescaled 0 = raw 0, {good}, 1 = perfect ('full UNKNOWN' scores raw {fmt(a1)} here)."
+    return "Rescaled = raw: no reference solution to compare with on this KPI."
+
+
+OPERATORS = frozenset("+-−·×/=≤≥<>;,")
+
+
+def formula_markup(text: str):
+    """A formula that wraps only after an operator (+, -, ·, /, =, ...), never inside a term.
+
+    Every space not following an operator becomes a no-break space; the page's CSS keeps
+    words whole (no break-all), so the browser breaks lines only at those spaces.
+    """
+    from markupsafe import Markup, escape
+
+    words = str(text).split(" ")
+    out = [str(escape(words[0]))]
+    for prev, word in zip(words, words[1:]):
+        out.append(" " if prev[-1:] in OPERATORS else "\u00a0")
+        out.append(str(escape(word)))
+    return Markup("".join(out))
+
+
 def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
     betas = (config["rescaling"]["beta1"], config["rescaling"]["beta2"])
     weights = config["final_weights"]
@@ -198,6 +231,7 @@ def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]
                      "raw": kpi.get("raw"), "rescaled": kpi.get("rescaled", scores.get(key)),
                      "ci": kpi.get("ci"), "raw_ci": kpi.get("raw_ci"), "weight": kpi.get("weight", weights.get(key)),
                      "rescaling": _rescaling_text(kpi, betas), "rescaling_kind": kpi.get("rescaling"),
+                     "rescaling_plain": _rescaling_plain(kpi, betas),
                      "formula": KPI_BY_KEY[key].formula(config), "criteria": criteria})
     return rows
 
