@@ -15,20 +15,26 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.report.extras import compute_extras
+from challenge_welding.errors import ChallengeError
+from challenge_welding.report.extras import compute_extras, sample_traces
 from challenge_welding.report.html import render_report
 from challenge_welding.scoring.score import details_json, score_predictions, write_output
 
 OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
+def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True, traces=None) -> dict:
     """Score PRED against DIR and write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
 
     ``verify=False`` (``score --unverified``) skips the provenance checks (said in
-    the outputs). Returns the scores.json content. Raises SubmissionFailed (exit
-    1) or ChallengeError (exit 2) before anything is written.
+    the outputs). ``traces``: a parquet file for organisers with one row per
+    sample (report.extras.sample_traces); it must lie outside OUT, whose files
+    are published. Returns the scores.json content. Raises SubmissionFailed
+    (exit 1) or ChallengeError (exit 2) before anything is written.
     """
+    if traces is not None and _inside(Path(traces), Path(output_dir)):
+        raise ChallengeError(f"--traces {traces} is inside the output folder {output_dir}, which is published: "
+                             "per-sample traces give labels away; write them elsewhere")
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     scores, details = scored.scores, scored.details
     out = Path(output_dir)
@@ -45,9 +51,16 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
         page = fallback_page(scores, exc)
     write_output(out / "details.json", details_json(details))
     write_output(out / "detailed_results.html", page)
+    if traces is not None:
+        Path(traces).parent.mkdir(parents=True, exist_ok=True)
+        sample_traces(scored.frames, scored.config).to_parquet(traces, index=False)
     for w in details["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return scores
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def fallback_page(scores: dict, exc: Exception) -> str:

@@ -133,3 +133,23 @@ def test_scoring_program_refuses_unverified(tmp_path):
     run = subprocess.run([sys.executable, str(SCORING_PROGRAM), "--unverified", "--reference", "r",
                           "--predictions", "p", "--output", str(tmp_path)], capture_output=True, text=True)
     assert run.returncode == 2 and "never scores unverified predictions" in run.stderr
+
+
+def test_traces_go_outside_the_published_output(uncalibrated_reference, virtual_pred, tmp_path):
+    from challenge_welding.errors import ChallengeError
+    from challenge_welding.pipeline import score
+
+    config = tmp_path / "fast.yaml"
+    config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("n: 1000, seed: 0", "n: 0, seed: 0"))
+    with pytest.raises(ChallengeError, match="inside the output folder"):
+        score(uncalibrated_reference, virtual_pred, tmp_path / "out", config, traces=tmp_path / "out" / "t.parquet")
+    assert not (tmp_path / "out").exists()
+    score(uncalibrated_reference, virtual_pred, tmp_path / "out", config, traces=tmp_path / "private" / "t.parquet")
+    traces = pd.read_parquet(tmp_path / "private" / "t.parquet")
+    perf = pd.read_parquet(virtual_pred / "performance.parquet")
+    assert (traces["set"] == "performance").sum() == len(perf)
+    row = traces[traces["sample_id"] == perf["sample_id"][0]].iloc[0]
+    assert row["uncertainty"] == pytest.approx(1 - max(perf["scores KO"][0], perf["scores OK"][0]))
+    assert row["misclassification"] == float(row["predicted_state"] != row["class"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["detailed_results.html", "details.json",
+                                                                   "scores.json"]

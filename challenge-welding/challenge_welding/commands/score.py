@@ -19,6 +19,9 @@ def add_arguments(parser):
                         help="local experiments only: score hand-made predictions without checking that the "
                              "ingestion wrote them (ingestion.json status and manifest); said in the output. "
                              "The Codabench scoring program refuses it")
+    parser.add_argument("--traces", metavar="FILE", default=None,
+                        help="organisers: also write per-sample traces (parquet: uncertainty, errors, OOD score "
+                             "per sample) to FILE, which must be outside OUT (OUT is published)")
 
 
 def run(args):
@@ -27,7 +30,8 @@ def run(args):
 
     from challenge_welding.pipeline import score
 
-    score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified)
+    score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
+          traces=args.traces)
     details = json.loads((Path(args.output) / "details.json").read_text())
 
     def ci(interval):

@@ -185,6 +185,31 @@ def drift_sequence(frame, config) -> dict | None:
     return sequence_bins(score, ood, config["disclosure"]["points"], config["disclosure"]["min_samples"])
 
 
+def sample_traces(frames, config):
+    """Per-sample traces for organisers (never published): one row per sample of every set.
+
+    Columns: set, sample_id, class, predicted_state, ood (label, -1 without one), uncertainty,
+    misclassification, excess_cost (in the set's OP units, OOD-labelled rows: NaN), scores OOD.
+    """
+    import pandas as pd
+
+    parts = []
+    for name, frame in frames.items():
+        y = frame["class"].to_numpy().astype(str)
+        x = frame["predicted_state"].to_numpy().astype(str)
+        ood = frame["ood"].to_numpy().astype(int) if "ood" in frame.columns else np.full(len(frame), -1)
+        inlier = ood != 1
+        excess = np.full(len(frame), np.nan)
+        excess[inlier] = excess_cost_errors(y[inlier], x[inlier], frame["welding-seams"].to_numpy()[inlier],
+                                            config["cost"], config["seam_weights"], config["default_seam_weight"])[0]
+        parts.append(pd.DataFrame({
+            "set": name, "sample_id": frame["sample_id"].astype(str).to_numpy(), "class": y, "predicted_state": x,
+            "ood": ood, "uncertainty": uncertainty_from_probs(frame["scores KO"], frame["scores OK"]),
+            "misclassification": misclassification_errors(y, x), "excess_cost": excess,
+            "scores OOD": frame["scores OOD"].to_numpy(float)}))
+    return pd.concat(parts, ignore_index=True)
+
+
 def _class_codes(frame) -> np.ndarray:
     return np.where(frame["class"].to_numpy().astype(str) == "KO", 0, 1)
 
