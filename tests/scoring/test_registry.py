@@ -76,3 +76,15 @@ def test_kpi_formulas_carry_the_config_coefficients():
     assert formulas["robustness"] == "I_rob = 0.3 r_blur + 0.3 r_luminance + 0.2 r_rotation + 0.2 r_translation"
     config["kpis"]["drift"]["k_op"] = 0.07
     assert KPIS[-1].formula(config) == "I_drift = 0.5 e^(-0.07 OP_d) + 0.5 AUROC_d"
+
+
+def test_set_functions_run_with_their_defaults(setup):
+    """A set's criteria function needs no collector of undefined cases (its default discards them)."""
+    from challenge_welding.scoring.criteria import performance_criteria
+
+    config, frames = setup
+    a = prepare(frames["random"], config)["performance"]
+    c, extra = performance_criteria(a, config)
+    full = compute(prepare(frames["random"], config), config)["criteria"]
+    assert {k: float(v) for k, v in c.items()} == pytest.approx({k: float(full[k]) for k in c})
+    assert len(extra["costs"]) == 4

@@ -25,7 +25,9 @@ from challenge_welding.errors import ChallengeError, SubmissionFailed
 from challenge_welding.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
-from challenge_welding.scoring.provenance import check_worker_metadata, read_verified, sha256_bytes
+from challenge_welding.scoring.provenance import (
+    check_file, check_worker_metadata, provenance_of, read_report, sha256_bytes,
+)
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
@@ -270,14 +272,18 @@ def read_inputs(reference_dir, predictions_dir, verify=True) -> Inputs:
         raise SubmissionFailed(
             f"predictions missing for set{'s' * (len(missing) > 1)} {', '.join(missing)}: "
             f"no {predictions_dir / (missing[0] + '.parquet')}{ingestion_summary(predictions_dir)}")
-    contents, provenance = read_verified(predictions_dir, [f"{n}.parquet" for n in SET_NAMES], verify)
+    report = read_report(predictions_dir) if verify else None
     references, predictions, hashes = {}, {}, {}
-    for name in SET_NAMES:
+    for name in SET_NAMES:  # one file's bytes at a time: hashed, checked, then parsed
         references[name] = read_reference(reference_dir, name)
-        data = contents[f"{name}.parquet"]
+        data = (predictions_dir / f"{name}.parquet").read_bytes()
+        if report is not None:
+            check_file(predictions_dir, report, f"{name}.parquet", data)
         predictions[name] = _read_parquet(io.BytesIO(data), name, "predictions", predictions_dir / f"{name}.parquet")
         hashes[name] = {"reference": sha256_file(reference_dir / f"{name}.parquet"),
                         "predictions": sha256_bytes(data)}
+        del data
+    provenance = provenance_of(report)
     frames, warnings = frames_from(references, predictions, where=str(predictions_dir))
     if not provenance["verified"]:
         warnings.insert(0, f"predictions of {predictions_dir} not verified (score --unverified): "

@@ -14,8 +14,9 @@ prediction is read, the scorer requires (issue 10, CONTRACTS.md):
   each file's bytes hash to the listed value.
 
 Any failure is a :class:`SubmissionFailed` (exit status 1) with one line. The
-bytes that were hashed are the bytes that are parsed (:func:`read_verified`),
-so a file cannot change between the check and the scoring.
+bytes that were hashed are the bytes that are parsed (:func:`check_file` runs
+on the bytes the scorer then parses), so a file cannot change between the
+check and the scoring.
 Predictions made by hand for experiments skip these checks with
 ``score --unverified``, which the Codabench scoring program refuses.
 """
@@ -85,24 +86,19 @@ def read_report(predictions_dir) -> dict:
     return report
 
 
-def read_verified(predictions_dir, file_names, verify=True) -> tuple[dict, dict]:
-    """(bytes of each file, provenance) after the checks above (none with ``verify=False``).
-
-    provenance: {"verified": bool, "origin": "ingestion" | "virtual" | ...}.
-    """
-    predictions_dir = Path(predictions_dir)
-    if verify:
-        check_worker_metadata(predictions_dir)
-    data = {name: (predictions_dir / name).read_bytes() for name in file_names}
-    if not verify:
-        return data, {"verified": False, "origin": "unverified (score --unverified)"}
-    report = read_report(predictions_dir)
+def check_file(predictions_dir, report: dict, name: str, content: bytes) -> None:
+    """Refuse ``content`` (the bytes of PRED/name, about to be parsed) unless the manifest lists its sha256."""
     manifest = report[MANIFEST_KEY]
-    for name, content in data.items():
-        if name not in manifest:
-            raise SubmissionFailed(f"{name} is not in the manifest of {predictions_dir / REPORT_FILE}: "
-                                   "it was not written by the ingestion")
-        if sha256_bytes(content) != manifest[name].lower():
-            raise SubmissionFailed(f"{predictions_dir / name} changed after the ingestion wrote it "
-                                   "(sha256 differs from its manifest)")
-    return data, {"verified": True, "origin": str(report.get("origin", "ingestion"))}
+    if name not in manifest:
+        raise SubmissionFailed(f"{name} is not in the manifest of {Path(predictions_dir) / REPORT_FILE}: "
+                               "it was not written by the ingestion")
+    if sha256_bytes(content) != manifest[name].lower():
+        raise SubmissionFailed(f"{Path(predictions_dir) / name} changed after the ingestion wrote it "
+                               "(sha256 differs from its manifest)")
+
+
+def provenance_of(report: dict | None) -> dict:
+    """{"verified": bool, "origin": ...} for details.json (report None: not verified)."""
+    if report is None:
+        return {"verified": False, "origin": "unverified (score --unverified)"}
+    return {"verified": True, "origin": str(report.get("origin", "ingestion"))}
