@@ -16,6 +16,9 @@ if (HERE / "vendor").is_dir():
 from challenge_welding.cli import main  # noqa: E402
 
 if __name__ == "__main__":
+    if "--unverified" in sys.argv[1:]:  # Codabench scores only what its ingestion wrote
+        print("error: the scoring program never scores unverified predictions", file=sys.stderr)
+        sys.exit(2)
     if len(sys.argv) > 1 and sys.argv[1].startswith("-"):  # options: --help, or a local run
         sys.exit(main(["score", *sys.argv[1:]]))
     input_dir = Path(sys.argv[1] if len(sys.argv) > 1 else "/app/input")

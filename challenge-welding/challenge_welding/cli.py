@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except ChallengeError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code  # 1: the submission failed, 2: bad input or usage
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -24,12 +24,9 @@ PRED_COLUMNS = (
     "compute_time",
 )
 
-# scores.json keys, in leaderboard order
-KPI_KEYS = ("perf", "uncertainty", "robustness", "ood", "generalization", "drift")
-CRITERIA_KEYS = (
-    "op", "ml", "time_p95", "uop", "ucalib_ko", "ucalib_ok", "r_blur", "r_lum", "r_rot",
-    "r_trans", "ood_syn", "ood_real", "op_g", "ml_g", "op_d", "ood_d",
-)
+# scores.json keys, in leaderboard order: read from the one registry of KPIs and criteria
+from challenge_welding.scoring.registry import CRITERIA_KEYS, KPI_KEYS  # noqa: E402
+
 SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
 
 VIRTUAL_KINDS = (

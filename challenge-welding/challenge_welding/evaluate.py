@@ -1,16 +1,16 @@
-"""Evaluate one submission end to end: ingest it, then score its predictions.
+"""Evaluate one submission end to end: ingest it, then score its predictions (pipeline.score).
 
 OUT/predictions/ holds the ingestion output (<set>.parquet, ingestion.json,
-logs); OUT/ holds scores.json, details.json and detailed_results.html. Any
-failure of either step is one ChallengeError naming the step and where its log
-is; what was computed before stays on disk.
+logs); OUT/ holds scores.json, details.json and detailed_results.html. A
+failure of either step is one error printed once (the ingestion prints its own;
+this module then says where its log is); what was computed before stays on disk.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.errors import ChallengeError, SubmissionFailed
 
 
 def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
@@ -18,12 +18,13 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
 
     ``draws``: also write the per-resample values beside OUT, as ``<OUT>.draws.npz`` (scoring.draws).
 
-    Returns the scores.json content. Raises ChallengeError when the submission
-    fails (ingestion status not "ok") or the score cannot be computed.
+    Returns the scores.json content. Raises SubmissionFailed (exit 1) when the
+    submission fails (ingestion status not "ok", predictions refused by the
+    scorer), ChallengeError (exit 2) for bad data or options.
     """
     from challenge_welding.ingestion.run import ingest
+    from challenge_welding.pipeline import score
     from challenge_welding.scoring.draws import draws_path
-    from challenge_welding.scoring.score import score
 
     submission, data, output = Path(submission), Path(data), Path(output)
     input_data, reference = data / "input_data", data / "reference_data"
@@ -38,11 +39,11 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
     report = ingest(submission, input_data, predictions, **ingest_options)
     if report.get("status") != "ok":
+        log = predictions / "ingestion.log"
+        if ingest_options.get("verbose", True):  # the ingestion printed its error: say where, not what again
+            raise SubmissionFailed(f"the ingestion of {submission} failed (error above; log {log}); "
+                                   "nothing was scored")
         errors = report.get("errors") or ["unknown failure"]
-        first = errors[0] if isinstance(errors[0], str) else str(errors[0])
-        raise ChallengeError(f"ingestion of {submission} failed: {first.splitlines()[0]} "
-                             f"(see {predictions / 'ingestion.log'})")
-    try:
-        return score(reference, predictions, output, draws_path=draws_file if draws else None)
-    except ChallengeError as exc:
-        raise ChallengeError(f"scoring of {predictions} failed: {exc}") from exc
+        raise SubmissionFailed(f"the ingestion of {submission} failed: {str(errors[0]).splitlines()[0]} "
+                               f"(log {log}); nothing was scored")
+    return score(reference, predictions, output, draws_path=draws_file if draws else None)

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
 from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.registry import lower_better_keys
 
-# Columns where a smaller value is better (costs, time, calibration errors).
-LOWER_BETTER = frozenset({"op", "time_p95", "ucalib_ko", "ucalib_ok", "op_g", "op_d"})
+# Columns where a smaller value is better (costs, time, calibration errors): the criteria registry's.
+LOWER_BETTER = lower_better_keys()
 
 
 def colour(value: float, lo: float, hi: float, lower_better: bool = False) -> str:

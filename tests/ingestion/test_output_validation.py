@@ -64,7 +64,7 @@ def test_negative_ood_scores_are_clipped_column_vectors_accepted():
 @pytest.mark.parametrize("output,message", [
     ("OK", "must return a dict"),
     ({"probabilities": [[1, 0, 0]] * 2}, "returned no 'predictions'"),
-    ({"predictions": ["OK"]}, "'predictions' has 1 entries for a batch of 2 images (samples a .. b)"),
+    ({"predictions": ["OK"]}, "'predictions' has 1 entries for a batch of 2 images"),
     ({"predictions": "OKOK"}, "'predictions' must be a list"),
     ({"predictions": ["OK", "DEFECT"]}, "sample b: prediction 'DEFECT' is not one of KO, OK, UNKNOWN"),
     ({"predictions": ["OK", 1]}, "sample b: prediction 1 is not one of"),
@@ -96,3 +96,10 @@ def test_to_plain_turns_numpy_into_python_and_marks_foreign_objects():
     assert plain["p"] == 0.5 and type(plain["p"]) is float
     assert plain["a"] == [[1, 2]] and plain["t"] == ["OK"]
     assert plain["o"]["__unsupported__"].startswith("object: <object object")
+
+
+def test_length_message_leaves_the_sample_range_to_the_caller():
+    """The ingestion's message names the set and the batch's samples once; this part does not repeat them."""
+    with pytest.raises(OutputError) as info:
+        validate_output({"predictions": ["OK"]}, IDS)
+    assert str(info.value) == "'predictions' has 1 entries for a batch of 2 images"

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import challenge_welding
-from challenge_welding.report.retention import sample_weights
+from challenge_welding.scoring.metrics import seam_sample_weights
 
 CONFIG_PATH = Path(challenge_welding.__file__).parent / "scoring" / "default_scoring.yaml"
 LEVELS = {"blur": [1, 2, 3, 4, 5], "luminance": [-0.6, -0.3, 0.3, 0.6],
@@ -95,7 +95,8 @@ def make_frames(n_perf: int = 4000, seed: int = 0) -> dict:
 
 
 def _cost(frame, answers, cost, config):
-    v = sample_weights(frame["welding-seams"], config["seam_weights"], config["default_seam_weight"])
+    names, codes = np.unique(frame["welding-seams"].to_numpy().astype(str), return_inverse=True)
+    v = seam_sample_weights(codes, [config["seam_weights"].get(s, config["default_seam_weight"]) for s in names])
     unit = np.array([cost[t][a] for t, a in zip(frame["class"], answers)])
     return float(np.mean(v * unit))
 

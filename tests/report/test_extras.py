@@ -17,7 +17,8 @@ def test_extras_are_strict_json_and_cover_every_set(report_frames, scoring_confi
     assert drift["n_excluded_ood"] == int(report_frames["drift"]["ood"].sum())
     assert drift["n"] + drift["n_excluded_ood"] == len(report_frames["drift"])
     curve = extras["sets"]["performance"]["retention"]["misclassification"]["curve"]
-    assert 101 <= len(curve["retention"]) <= 202 and curve["retention"][-1] == 1.0
+    # 4000 samples, 20 published steps of 200 (was up to 202 points, one per error: issue 10)
+    assert curve["retention"] == pytest.approx([j / 20 for j in range(21)])
 
 
 def test_performance_values_match_direct_computation(report_frames, report_details, scoring_config):

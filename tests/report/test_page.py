@@ -127,3 +127,31 @@ def test_metric_card_parameters_are_plain_words():
     cost = {"KO": {"KO": 26.4, "OK": 3000.0, "UNKNOWN": 41.0}, "OK": {"KO": 30.0, "OK": 0.4, "UNKNOWN": 20.0}}
     assert param(cost) == "KO (KO 26.4, OK 3000, UNKNOWN 41), OK (KO 30, OK 0.4, UNKNOWN 20)"
     assert param(None) == "n/a" and param([1, 2.5]) == "[1, 2.5]" and param(1 / 3) == "0.333333"
+
+
+def test_formulas_wrap_only_after_operators(page):
+    """Formulas keep their terms whole: the only breakable spaces follow an operator (no break-all)."""
+    import html as html_lib
+
+    text, _ = page
+    formulas = re.findall(r'class="(?:l )?formula">(.*?)</(?:span|td)>', text, flags=re.S)
+    assert len(formulas) >= 6 + 4  # six KPI formulas, the metric card's (two in the fixture, two extras)
+    perf = next(html_lib.unescape(f) for f in formulas if f.startswith("I_perf"))
+    # "I_perf = (0.4 e^(-1 OP) + 0.6 ML) / (1 + 12 ln(1 + t))": breaks after "=", "+", "/" only
+    assert perf.split(" ") == ["I_perf\u00a0=", "(0.4\u00a0e^(-1\u00a0OP)\u00a0+", "0.6\u00a0ML)\u00a0/", "(1\u00a0+",
+                               "12\u00a0ln(1\u00a0+", "t))"]
+    for f in formulas:
+        chunks = html_lib.unescape(f).split(" ")
+        assert all(c[-1:] in "+-−·×/=≤≥<>;," for c in chunks[:-1]), f
+    css = re.search(r"\.formula \{([^}]*)\}", text).group(1)
+    assert "break-all" not in css and "word-break:normal" in css
+
+
+def test_each_kpi_says_what_its_rescaled_value_means(page, report_details):
+    text, _ = page
+    text = text.replace("&#39;", "'")
+    # three-piece KPIs of the fixture: alpha1 0.12, alpha2 0.8; the generalization KPI is unscaled
+    assert text.count("Rescaled 0.1 = as good as 'full UNKNOWN' (raw 0.120), 0.9 = as good as the 'good' "
+                      "reference (raw 0.800), 1 = perfect.") == 4
+    assert "Rescaled 0 = raw 0, 0.9 = as good as the 'good' reference (raw 0.800), 1 = perfect" in text
+    assert text.count("Rescaled = raw: no reference solution to compare with on this KPI.") == 1

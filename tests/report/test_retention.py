@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from challenge_welding.report.retention import (
-    downsample, excess_cost_errors, misclassification_errors, retention_aucs, retention_curve,
-    uncertainty_from_probs,
+    excess_cost_errors, misclassification_errors, retention_aucs, retention_curve, uncertainty_from_probs,
 )
+from challenge_welding.scoring.disclosure import curve_steps
 
 COST = {"KO": {"KO": 26.4, "OK": 3000.0, "UNKNOWN": 41.0}, "OK": {"KO": 30.0, "OK": 0.4, "UNKNOWN": 20.0}}
 SEAMS = {"c102": 0.2, "c20": 0.4, "c33": 0.4}
@@ -44,7 +44,7 @@ def test_all_tied_equals_random_order():
 def test_empty_set_is_nan():
     res = retention_aucs([], [])
     assert np.isnan(res["r_auc"]) and np.isnan(res["random_r_auc"]) and res["n"] == 0
-    assert downsample(res["curve"]) == {"retention": [], "value": []}
+    assert curve_steps(res["curve"], 20, 25) == {"retention": [], "value": []}
 
 
 def test_uncertainty_and_misclassification():
@@ -74,13 +74,16 @@ def test_excess_cost_unknown_seam_uses_default_weight():
     assert e[0] == pytest.approx(2973.6 / 14.6)
 
 
-def test_downsample_keeps_endpoints_and_the_steep_end():
-    curve = np.linspace(0, 1, 1001)
-    d = downsample(curve, 200)
-    assert 101 <= len(d["retention"]) <= 202
-    assert d["retention"][0] == 0 and d["retention"][-1] == 1 and d["value"][-1] == 1
-    # all errors in the last 4 %: the rise still gets about half of the points
+def test_published_curve_has_fixed_steps_of_at_least_min_samples():
+    """The published curve: 20 even steps of 50 samples over 1000 (was: a point at every error, which
+    gave each sample's label back, issue 10)."""
+    d = curve_steps(np.linspace(0, 1, 1001), 20, 25)
+    assert d["retention"] == pytest.approx([j / 20 for j in range(21)])
+    assert d["value"] == pytest.approx([j / 20 for j in range(21)])
+    # all errors in the last 4 %: the rise is one step of 500 samples, not 400 single-sample steps
     steep = retention_curve(np.r_[np.zeros(9600), np.ones(400)], np.arange(10000.0))
-    d = downsample(steep, 200)
-    assert sum(r > 0.96 for r in d["retention"]) >= 90
-    assert np.all(np.diff(d["retention"]) > 0)
+    d = curve_steps(steep, 20, 25)
+    assert len(d["retention"]) == 21 and d["value"][-2] == 0.0 and d["value"][-1] == pytest.approx(0.04)
+    # 60 samples: 60 // 25 = 2 steps (30 each); 24 samples: the two end points only
+    assert curve_steps(np.linspace(0, 1, 61), 20, 25)["retention"] == [0.0, 0.5, 1.0]
+    assert curve_steps(np.linspace(0, 1, 25), 20, 25)["retention"] == [0.0, 1.0]

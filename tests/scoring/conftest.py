@@ -97,7 +97,7 @@ def uncalibrated_reference(tmp_path_factory):
     return make_reference(tmp_path_factory.mktemp("raw") / "reference_data", n_perf=600, seed=3)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def reference_maker():
     """make_reference, for tests that need their own sizes (test modules must not import conftest by name)."""
     return make_reference

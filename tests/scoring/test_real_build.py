@@ -7,7 +7,7 @@ import pytest
 
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.score import evaluate
+from challenge_welding.scoring.score import score_frames
 from challenge_welding.scoring.virtual import make_virtual
 
 build_sets = pytest.importorskip("challenge_welding.data.build_sets")
@@ -28,7 +28,7 @@ def test_targets_on_a_tiny_real_build(built, tmp_path):
 
     def score_of(kind):
         frames, _, _ = read_frames(built, make_virtual(built, kind, tmp_path / kind))
-        return evaluate(frames, config, with_bootstrap=False)[0]
+        return score_frames(frames, config, with_bootstrap=False)[0]
 
     assert score_of("perfect")["score"] == 100.0
     assert 80.0 <= score_of("good")["score"] <= 95.0

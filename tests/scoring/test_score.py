@@ -15,7 +15,7 @@ from challenge_welding.scoring.calibrate import calibrate
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.score import score
+from challenge_welding.pipeline import score
 from challenge_welding.scoring.virtual import make_virtual
 
 CLI = [sys.executable, "-m", "challenge_welding"]
@@ -76,10 +76,10 @@ def test_details_schema_and_consistency(scored):
     ("perfect", {("UOP", "performance", "hard decisions already perfect")}),
 ])
 def test_undefined_cases_are_listed(reference_dir, tmp_path, kind, expected):
-    from challenge_welding.scoring.score import evaluate
+    from challenge_welding.scoring.score import score_frames
 
     frames, _, _ = read_frames(reference_dir, make_virtual(reference_dir, kind, tmp_path / "pred"))
-    _, details = evaluate(frames, load_config(reference_dir / "scoring.yaml"), with_bootstrap=False)
+    _, details = score_frames(frames, load_config(reference_dir / "scoring.yaml"), with_bootstrap=False)
     assert {(u["metric"], u["set"], u["case"]) for u in details["undefined_cases"]} == expected
     assert all(u["resolution"] for u in details["undefined_cases"])
 
@@ -107,12 +107,12 @@ def test_cli_score_success_and_failure(scored, reference_dir, tmp_path):
 def test_default_config_is_used_with_a_warning(uncalibrated_reference, tmp_path):
     pred = make_virtual(uncalibrated_reference, "good", tmp_path / "pred")
     frames, _, _ = read_frames(uncalibrated_reference, pred)
-    from challenge_welding.scoring.score import evaluate, resolve_config
+    from challenge_welding.scoring.score import resolve_config, score_frames
 
     warnings = []
     assert resolve_config(uncalibrated_reference, None, warnings) == DEFAULT_CONFIG_PATH
     assert "packaged default" in warnings[0]
-    scores, details = evaluate(frames, load_config(), warnings=warnings, with_bootstrap=False)
+    scores, details = score_frames(frames, load_config(), warnings=warnings, with_bootstrap=False)
     assert all(details["kpis"][k]["rescaling"] == "unscaled" for k in KPI_KEYS)
     assert scores["perf"] == details["kpis"]["perf"]["raw"]
 
@@ -257,11 +257,11 @@ def test_bootstrap_interval_contains_the_estimate_and_shrinks_with_n(reference_m
 
 
 def test_undefined_cases_met_in_resamples_are_counted(uncalibrated_reference, tmp_path):
-    from challenge_welding.scoring.criteria import Notes
+    from challenge_welding.scoring.criteria import UndefinedCases
 
     config = load_config(DEFAULT_CONFIG_PATH)
     frames, _, _ = read_frames(uncalibrated_reference, make_virtual(uncalibrated_reference, "perfect", tmp_path / "p"))
-    notes = Notes()
+    notes = UndefinedCases()
     bootstrap(prepare(frames, config), config, n_boot=120, seed=0, notes=notes)
     counted = [r for r in notes.records if "resamples" in r]
     # every resample of a perfect answer keeps the hard decisions perfect: UOP's degenerate case each time

@@ -9,7 +9,7 @@ import pytest
 
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.score import evaluate
+from challenge_welding.scoring.score import score_frames
 from challenge_welding.scoring.virtual import make_virtual
 
 
@@ -22,7 +22,7 @@ def virtual_scores(reference_dir, tmp_path_factory):
         if (kind, seed) not in cache:
             pred = make_virtual(reference_dir, kind, tmp_path_factory.mktemp(kind), seed=seed)
             frames, _, _ = read_frames(reference_dir, pred)
-            cache[kind, seed] = evaluate(frames, config, with_bootstrap=False)
+            cache[kind, seed] = score_frames(frames, config, with_bootstrap=False)
         return cache[kind, seed]
     return get
 

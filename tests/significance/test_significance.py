@@ -141,7 +141,7 @@ def test_better_everywhere_gives_one(scored_runs):
 
 
 def test_deterministic_for_a_seed(scored_runs, tmp_path):
-    from challenge_welding.scoring.score import score
+    from challenge_welding.pipeline import score
 
     ref, base = scored_runs["reference"], scored_runs["base"]
     again = tmp_path / "again"
@@ -185,7 +185,7 @@ def test_leaderboard_shows_the_comparisons(scored_runs, tmp_path):
 
 
 def test_refuses_runs_on_different_reference_data(scored_runs, small_reference, tmp_path):
-    from challenge_welding.scoring.score import score
+    from challenge_welding.pipeline import score
     from challenge_welding.scoring.virtual import make_virtual
 
     other_ref = small_reference(tmp_path / "other" / "reference_data", seed=1)

@@ -4,6 +4,9 @@ HELP = "Compute the rescaling breakpoints from virtual solutions and write them 
 
 
 def add_arguments(parser):
+    from challenge_welding.errors import exit_status_help
+
+    parser.epilog = exit_status_help()
     parser.add_argument("--reference", required=True, metavar="DIR",
                         help="reference_data folder; its scoring.yaml is (re)written")
     parser.add_argument("--config", metavar="FILE", default=None,

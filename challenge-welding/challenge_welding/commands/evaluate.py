@@ -4,6 +4,9 @@ HELP = "Ingest then score one submission (OUT/predictions, then OUT/scores.json 
 
 
 def add_arguments(parser):
+    from challenge_welding.errors import exit_status_help
+
+    parser.epilog = exit_status_help("the ingestion failed or its predictions cannot be scored")
     parser.add_argument("--submission", required=True, metavar="PATH", help="submission zip or folder")
     parser.add_argument("--data", required=True, metavar="DATA",
                         help="build-sets output: DATA/input_data and DATA/reference_data")

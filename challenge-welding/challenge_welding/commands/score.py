@@ -4,6 +4,10 @@ HELP = "Score predictions: the six trust KPIs, the leaderboard score and the det
 
 
 def add_arguments(parser):
+    from challenge_welding.errors import exit_status_help
+
+    parser.epilog = exit_status_help("its ingestion failed, or its predictions are missing, not the "
+                                     "ingestion's, or invalid")
     parser.add_argument("--reference", required=True, metavar="DIR",
                         help="reference_data folder (<set>.parquet, scoring.yaml)")
     parser.add_argument("--predictions", required=True, metavar="PRED", help="predictions folder (<set>.parquet)")
@@ -14,15 +18,23 @@ def add_arguments(parser):
     parser.add_argument("--draws", metavar="FILE", default=None,
                         help="organisers: also write the per-resample values (for `leaderboard` "
                              "significance) to FILE, outside OUT; `leaderboard` looks for OUT.draws.npz")
+    parser.add_argument("--unverified", action="store_true",
+                        help="local experiments only: score hand-made predictions without checking that the "
+                             "ingestion wrote them (ingestion.json status and manifest); said in the output. "
+                             "The Codabench scoring program refuses it")
+    parser.add_argument("--traces", metavar="FILE", default=None,
+                        help="organisers: also write per-sample traces (parquet: uncertainty, errors, OOD score "
+                             "per sample) to FILE, which must be outside OUT (OUT is published)")
 
 
 def run(args):
     import json
     from pathlib import Path
 
-    from challenge_welding.scoring.score import score
+    from challenge_welding.pipeline import score
 
-    score(args.reference, args.predictions, args.output, args.config, draws_path=args.draws)
+    score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
+          traces=args.traces, draws_path=args.draws)
     details = json.loads((Path(args.output) / "details.json").read_text())
 
     def ci(interval):

@@ -5,6 +5,9 @@ HELP = "Write the predictions of a virtual reference solution."
 
 def add_arguments(parser):
     from challenge_welding.constants import VIRTUAL_KINDS
+    from challenge_welding.errors import exit_status_help
+
+    parser.epilog = exit_status_help()
 
     parser.add_argument("--reference", required=True, metavar="DIR", help="reference_data folder")
     parser.add_argument("--kind", required=True, choices=VIRTUAL_KINDS, metavar="K",

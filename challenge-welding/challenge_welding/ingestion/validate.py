@@ -2,17 +2,11 @@
 
 Pure functions over plain Python values and numpy arrays (the child has
 already turned numpy arrays, numpy scalars and tuples into lists, see
-``child.to_plain``; numpy input is accepted here too). Rules (issue 4, and what
-the challenge announced to participants):
-
-- ``predictions``: required, one per image; labels KO, OK, UNKNOWN; case and
-  surrounding whitespace are normalised with a warning; anything else is an error.
-- ``probabilities`` ([p_KO, p_OK, p_UNKNOWN] per image): missing -> one-hot of the
-  prediction; NaN, infinite or negative -> error; a row summing to 0 -> error;
-  a row off 1 by more than 1e-3 -> renormalised with a warning.
-- ``OOD_scores``: missing -> 0; negative -> clipped to 0 with a warning; NaN or
-  infinite -> error.
-- A length that differs from the batch size is an error.
+``child.to_plain``; numpy input is accepted here too). The rules of a row are
+``challenge_welding.prediction_rules``, shared with the scoring; here: the
+structure of predict()'s output (a dict; lists, one entry per image; three
+numbers per probability row), and a length that differs from the batch size
+is an error.
 
 Errors raise :class:`OutputError` naming the sample and the field; warnings are
 counted per kind in a :class:`Notes` so that a set yields one line per kind.
@@ -20,15 +14,13 @@ counted per kind in a :class:`Notes` so that a set yields one line per kind.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from challenge_welding.constants import STATES
 from challenge_welding.errors import ChallengeError
-
-SUM_TOLERANCE = 1e-3
+from challenge_welding.prediction_rules import PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes
 
 
 class OutputError(ChallengeError):
@@ -77,8 +69,8 @@ def _as_list(output: dict, key: str, n: int, sample_ids: list[str]):
         raise OutputError(f"'{key}' must be a list (or array) with one entry per image, "
                           f"got {_describe(value)}")
     if len(value) != n:
-        raise OutputError(f"'{key}' has {len(value)} entries for a batch of {n} images "
-                          f"(samples {sample_ids[0]} .. {sample_ids[-1]})")
+        # the caller's message names the set and the batch's samples
+        raise OutputError(f"'{key}' has {len(value)} entries for a batch of {n} images")
     return value
 
 
@@ -100,20 +92,19 @@ def validate_output(output, sample_ids: list[str], notes: Notes | None = None) -
     labels = _as_list(output, "predictions", n, sample_ids)
     if labels is None:
         raise OutputError(f"predict() returned no 'predictions' (keys: {sorted(output)})")
-    states = []
-    for sid, raw in zip(sample_ids, labels):
-        label = raw.strip().upper() if isinstance(raw, str) else None
-        if label not in STATES:
-            raise OutputError(f"sample {sid}: prediction {_describe(raw)} is not one of "
-                              f"{', '.join(STATES)}")
-        if label != raw:
-            notes.add("labels normalised (case/whitespace)", f"{raw!r} -> {label!r}")
-        states.append(label)
+    codes, renamed = label_codes(labels, STATES)
+    if (codes < 0).any():
+        i = int(np.flatnonzero(codes < 0)[0])
+        raise OutputError(f"sample {sample_ids[i]}: prediction {_describe(labels[i])} is not one of "
+                          f"{', '.join(STATES)}")
+    states = [STATES[c] for c in codes]
+    if renamed.any():
+        i = int(np.flatnonzero(renamed)[0])
+        notes.add("labels normalised (case/whitespace)", f"{labels[i]!r} -> {states[i]!r}", int(renamed.sum()))
 
     rows = _as_list(output, "probabilities", n, sample_ids)
     if rows is None:
-        probs = np.zeros((n, 3))
-        probs[np.arange(n), [STATES.index(s) for s in states]] = 1.0
+        probs = np.eye(3)[np.asarray(codes, dtype=np.int64)].reshape(n, 3)
         notes.add("probabilities missing, one-hot of the prediction used", sample_ids[0], n)
     else:
         probs = np.empty((n, 3))
@@ -124,35 +115,40 @@ def validate_output(output, sample_ids: list[str], notes: Notes | None = None) -
             if values is None or len(values) != 3 or any(v is None for v in values):
                 raise OutputError(f"sample {sid}: probabilities must be 3 numbers "
                                   f"[p_KO, p_OK, p_UNKNOWN], got {_describe(row)}")
-            if not all(math.isfinite(v) for v in values):
-                raise OutputError(f"sample {sid}: probabilities contain NaN or infinity: {values}")
-            if min(values) < 0:
-                raise OutputError(f"sample {sid}: negative probability in {values}")
-            total = sum(values)
-            if total == 0:
-                raise OutputError(f"sample {sid}: probabilities are all zero")
-            if abs(total - 1.0) > SUM_TOLERANCE:
-                notes.add("probabilities renormalised (row sum off 1 by more than 1e-3)",
-                          f"{sid} sum {total:.4g}")
-                values = [v / total for v in values]
             probs[i] = values
+        check = check_probabilities(probs)
+        if check.bad.any():
+            i = int(np.flatnonzero(check.bad)[0])
+            sid, values = sample_ids[i], probs[i].tolist()
+            if (check.nan[i] | check.inf[i]).any():
+                raise OutputError(f"sample {sid}: probabilities contain NaN or infinity: {values}")
+            if check.negative[i].any():
+                raise OutputError(f"sample {sid}: negative probability in {values}")
+            raise OutputError(f"sample {sid}: probabilities are all zero")
+        if check.renormalised.any():
+            i = int(np.flatnonzero(check.renormalised)[0])
+            notes.add(f"probabilities renormalised (row sum off 1 by more than {PROBA_SUM_TOL_TEXT})",
+                      f"{sample_ids[i]} sum {probs[i].sum():.4g}", int(check.renormalised.sum()))
+        probs = check.values
 
     scores = _as_list(output, "OOD_scores", n, sample_ids)
     if scores is None:
         ood = np.zeros(n)
         notes.add("OOD_scores missing, 0 used", sample_ids[0], n)
     else:
-        ood = np.empty(n)
+        raw_ood = np.empty(n)
         for i, (sid, raw) in enumerate(zip(sample_ids, scores)):
             if isinstance(raw, list) and len(raw) == 1:  # a column vector, e.g. shape (n, 1)
                 raw = raw[0]
             value = _number(raw)
             if value is None:
                 raise OutputError(f"sample {sid}: OOD score must be a number, got {_describe(raw)}")
-            if not math.isfinite(value):
-                raise OutputError(f"sample {sid}: OOD score is {value} (must be a finite real >= 0)")
-            if value < 0:
-                notes.add("negative OOD scores clipped to 0", f"{sid} {value:.4g}")
-                value = 0.0
-            ood[i] = value
+            raw_ood[i] = value
+        non_finite, negative, ood = check_ood_scores(raw_ood)
+        if non_finite.any():
+            i = int(np.flatnonzero(non_finite)[0])
+            raise OutputError(f"sample {sample_ids[i]}: OOD score is {raw_ood[i]} (must be a finite real >= 0)")
+        if negative.any():
+            i = int(np.flatnonzero(negative)[0])
+            notes.add("negative OOD scores clipped to 0", f"{sample_ids[i]} {raw_ood[i]:.4g}", int(negative.sum()))
     return Validated(states, probs, ood)

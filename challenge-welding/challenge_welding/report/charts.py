@@ -160,24 +160,27 @@ def roc_chart(rocs: dict) -> str:
 
 
 def drift_chart(drift: dict | None) -> str:
-    """OOD score along the drift sequence, the OOD-labelled part shaded."""
+    """OOD score along the drift sequence in bins of consecutive positions: median score and share labelled OOD."""
     with rc_context(RC):
-        fig, (ax,) = new_figure(10, 3.0)
-        if not drift:
+        fig, (ax,) = new_figure(10, 3.0, right=0.75)
+        if not drift or not drift.get("n"):
             _note(ax, "drift set absent")
             return to_svg(fig)
-        for lo, hi in drift["ood_spans"]:
-            ax.axvspan(lo - 0.5, hi + 0.5, color="#f5b7b1", alpha=0.5, lw=0)
-        pos, score, ood = (np.asarray(drift[k]) for k in ("position", "score", "ood"))
-        ax.scatter(pos[ood == 0], score[ood == 0], s=4, color=OK_COLOUR, alpha=0.6, label="in-distribution")
-        ax.scatter(pos[ood == 1], score[ood == 1], s=4, color=KO_COLOUR, alpha=0.6, label="labelled OOD")
-        ax.plot(drift["smooth_position"], drift["smooth_score"], color="#1b2631", lw=1.4,
-                label=f"rolling median ({drift['window']} samples)")
-        if drift["ood_spans"]:
-            ax.plot([], [], "s", color="#f5b7b1", label="OOD part (shaded)")
+        start, end = np.asarray(drift["start"], float), np.asarray(drift["end"], float)
+        centre, width = (start + end) / 2, end - start + 1
+        share = ax.twinx()
+        share.bar(centre, drift["share"], width=width * 0.95, color="#f5b7b1", alpha=0.6, label="share labelled OOD")
+        share.set_ylim(0, 1.05)
+        share.set_ylabel("share labelled OOD")
+        share.grid(False)
+        ax.set_zorder(share.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        ax.plot(centre, drift["median"], "o-", color=KO_COLOUR, lw=1.6, ms=4,
+                label=f"median OOD score per bin (>= {min(drift['n'])} images)")
         ax.set_xlabel("position in the sequence")
         ax.set_ylabel("OOD score")
-        ax.legend(loc="upper left", fontsize=7, ncols=2)
+        handles = ax.get_legend_handles_labels()[0] + share.get_legend_handles_labels()[0]
+        ax.legend(handles=handles, loc="upper left", fontsize=7)
         return to_svg(fig)
 
 
@@ -217,8 +220,8 @@ def trust_chart(trust: dict) -> str:
             bins = trust["classes"][cls]["bins"]
             x = np.array([b["rp"] for b in bins])
             bottom = np.zeros(len(bins))
-            for k in "bdu":
-                v = np.array([b[k] for b in bins])
+            for k in "bdu":  # a bin below the disclosure minimum has no opinion shown (None): no bar
+                v = np.array([0.0 if b[k] is None else b[k] for b in bins])
                 ax.bar(x, v, bottom=bottom, width=0.09, color=colours[k], label=names[k])
                 bottom += v
             for xi, b in zip(x, bins):

@@ -1,10 +1,11 @@
 """The detailed results page: one self-contained HTML file (inline CSS, inline SVG charts, no network).
 
-`render_report(details, frames, config)` turns the details.json content (schema in the
-team guide) and the merged per-set frames into the page. Only reduced data reaches the
-page (bins, curves of a few hundred points, per-set tables), so its size and time do not
-grow with the number of samples beyond the array passes. A missing set, KPI or list is
-shown as absent; a chart that cannot be drawn shows why instead of failing the scoring.
+`render_report(details)` turns the details.json content into the page: every number and
+chart comes from `details` (its "extras" hold the charts' reduced data, already coarsened
+so that nothing shown reveals a label, see scoring.disclosure). Frames are read only when
+`details` has no extras (then `compute_extras(frames, config)` makes them). A missing
+set, KPI or list is shown as absent; a chart that cannot be drawn shows why instead of
+failing the scoring.
 """
 
 from __future__ import annotations
@@ -16,51 +17,31 @@ from pathlib import Path
 
 import numpy as np
 
-from ..constants import KPI_KEYS, SET_NAMES
+from challenge_welding.constants import KPI_KEYS, SET_NAMES
+from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.metrics import operational_cost
+from challenge_welding.scoring.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
 from . import charts
-from .extras import cfg_get, compute_extras
-from .reliability import reliability_bins
+from .extras import compute_extras
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-KPI_LABELS = {"perf": "Performance", "uncertainty": "Uncertainty", "robustness": "Robustness",
-              "ood": "OOD detection", "generalization": "Generalization", "drift": "Drift"}
-KPI_SETS = {"perf": "performance", "uncertainty": "performance", "robustness": "robustness",
-            "ood": "ood_real + ood_synthetic", "generalization": "generalization", "drift": "drift"}
-CRITERIA = {  # key: (KPI, label, meaning, better)
-    "op": ("perf", "OP", "operational cost: 0 = perfect, 1 = human-only process, > 1 worse", "lower"),
-    "ml": ("perf", "ML", "F-beta of the defect class KO (UNKNOWN = not KO)", "higher"),
-    "time_p95": ("perf", "t (s)", "95th percentile of the per-image predict() time, seconds", "lower"),
-    "uop": ("uncertainty", "UOP", "gain of the probabilities over the hard answers, in cost", "higher"),
-    "ucalib_ko": ("uncertainty", "ECE_KO", "calibration error on the true-KO samples", "lower"),
-    "ucalib_ok": ("uncertainty", "ECE_OK", "calibration error on the true-OK samples", "lower"),
-    "r_blur": ("robustness", "r blur", "area under ML(level) / axis length, blur ladder", "higher"),
-    "r_lum": ("robustness", "r luminance", "area under ML(level) / axis length, luminance ladder", "higher"),
-    "r_rot": ("robustness", "r rotation", "area under ML(level) / axis length, rotation ladder", "higher"),
-    "r_trans": ("robustness", "r translation", "area under ML(level) / axis length, translation ladder", "higher"),
-    "ood_syn": ("ood", "AUROC synthetic", "OOD score against the OOD label, ood_synthetic", "higher"),
-    "ood_real": ("ood", "AUROC real", "OOD score against the OOD label, ood_real", "higher"),
-    "op_g": ("generalization", "OP_g", "operational cost on unseen seams", "lower"),
-    "ml_g": ("generalization", "ML_g", "F-beta of KO on unseen seams", "higher"),
-    "op_d": ("drift", "OP_d", "operational cost on the drift samples not labelled OOD", "lower"),
-    "ood_d": ("drift", "AUROC_d", "OOD score against the OOD label along the drift sequence", "higher"),
-}
-MAX_ROC_POINTS, MAX_DRIFT_POINTS, MAX_SMOOTH_POINTS = 400, 2500, 400
+KPI_LABELS = {k.key: k.label for k in KPIS}
 
 
-def render_report(details: dict, frames: dict, config) -> str:
-    """The detailed results page as one HTML string."""
+def render_report(details: dict, frames: dict | None = None, config=None) -> str:
+    """The detailed results page as one HTML string (config: the validated one; None: details' or the default)."""
     import jinja2
 
     details = details or {}
     frames = {k: v for k, v in (frames or {}).items() if v is not None}
-    if not config:
-        config = details.get("config") or {}
+    config = config or details.get("config") or load_config()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
     env.filters["pct"] = pct
     env.filters["param"] = param
+    env.filters["formula"] = formula_markup
     return env.get_template("report.html.j2").render(**build_context(details, frames, config))
 
 
@@ -80,7 +61,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
         extras = compute_extras(frames, config) if frames else {}
     perf_extras = (extras.get("sets") or {}).get(extras.get("primary_set", "performance"))
     kpis = details.get("kpis") or {}
-    reliability = _reliability(frames.get("performance"), config)
+    reliability = extras.get("reliability") or {}
     ctx = {
         "title": "Detailed results",
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -88,17 +69,18 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "score_ci": details.get("score_ci"),
         "warnings": list(details.get("warnings") or []),
         "kpi_rows": _kpi_rows(kpis, details.get("scores") or {}, details.get("criteria_ci") or {}, config),
-        "final_weights": cfg_get(config, "final_weights", default={}),
-        "bootstrap": {k: cfg_get(config, "extras", "bootstrap", k) for k in ("n", "seed", "level")},
-        "rescaling_betas": (cfg_get(config, "rescaling", "beta1"), cfg_get(config, "rescaling", "beta2")),
+        "final_weights": config["final_weights"],
+        "bootstrap": config["extras"]["bootstrap"],
+        "rescaling_betas": (config["rescaling"]["beta1"], config["rescaling"]["beta2"]),
         "set_rows": _set_rows(details.get("sets") or {}),
-        "cost_matrix": cfg_get(config, "cost", default={}),
-        "seam_weights": cfg_get(config, "seam_weights", default={}),
-        "default_seam_weight": cfg_get(config, "default_seam_weight"),
+        "cost_matrix": config["cost"],
+        "seam_weights": config["seam_weights"],
+        "default_seam_weight": config["default_seam_weight"],
         "time": details.get("time") or {},
         "reliability": reliability,
         "robustness": details.get("robustness") or {},
-        "rob_weights": cfg_get(config, "kpis", "robustness", "weights", default={}),
+        "rob_weights": config["kpis"]["robustness"]["weights"],
+        "min_samples": config["disclosure"]["min_samples"],
         "extras": extras,
         "perf_extras": perf_extras,
         "undefined_cases": list(details.get("undefined_cases") or []) + [
@@ -108,14 +90,14 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "metric_card": details.get("metric_card") or {},
         "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
     }
-    rocs = {name: _roc(frames.get(name)) for name in ("ood_real", "ood_synthetic", "drift")}
+    rocs = {name: (extras.get("roc") or {}).get(name) for name in ("ood_real", "ood_synthetic", "drift")}
     ctx["rocs"] = rocs
     ctx["charts"] = {
         "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
         "reliability": chart("reliability", charts.reliability_chart, reliability),
         "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"]),
         "roc": chart("roc", charts.roc_chart, rocs),
-        "drift": chart("drift", charts.drift_chart, _drift(frames.get("drift"))),
+        "drift": chart("drift", charts.drift_chart, extras.get("drift")),
         "retention": chart("retention", charts.retention_chart, perf_extras["retention"]) if perf_extras else None,
         "trust": chart("trust", charts.trust_chart, perf_extras["trust"]) if perf_extras else None,
     }
@@ -201,44 +183,56 @@ def _rescaling_text(kpi: dict, betas) -> str:
             f"rescaled = raw")
 
 
-def _kpi_formula(key: str, config) -> str:
-    k = lambda *p: fmt(cfg_get(config, "kpis", key, *p), 4).rstrip("0").rstrip(".")  # noqa: E731
-    if key == "perf":
-        return (f"I_perf = ({k('alpha_op')} e^(-{k('k_c')} OP) + {k('alpha_ml')} ML) / "
-                f"(1 + {k('k_t')} ln(1 + t))")
-    if key == "uncertainty":
-        return (f"I_U = clip(UOP) · clip(1 - {k('calib_factor')} ({k('w_ko')} ECE_KO + {k('w_ok')} ECE_OK)), "
-                f"{k('ece_bins')} bins")
-    if key == "robustness":
-        w = cfg_get(config, "kpis", "robustness", "weights", default={})
-        return "I_rob = " + " + ".join(f"{fmt(v, 2)} r_{name}" for name, v in w.items())
-    if key == "ood":
-        return f"I_ood = {k('w_syn')} AUROC_syn + {k('w_real')} AUROC_real"
-    if key == "generalization":
-        return f"I_gen = {k('alpha_op')} e^(-{k('k_op')} OP_g) + {k('alpha_ml')} ML_g"
-    if key == "drift":
-        return f"I_drift = {k('alpha_op')} e^(-{k('k_op')} OP_d) + {k('alpha_ood')} AUROC_d"
-    return ""
+def _rescaling_plain(kpi: dict, betas) -> str:
+    """One plain-language line: what a rescaled value means against the two virtual references."""
+    b1, b2 = betas
+    a1, a2 = kpi.get("alpha1"), kpi.get("alpha2")
+    kind = kpi.get("rescaling") or "unscaled"
+    good = f"{fmt(b2, 1)} = as good as the 'good' reference (raw {fmt(a2)})"
+    if kind == "three-piece":
+        return (f"Rescaled {fmt(b1, 1)} = as good as 'full UNKNOWN' (raw {fmt(a1)}), {good}, 1 = perfect.")
+    if kind == "two-piece":
+        return f"Rescaled 0 = raw 0, {good}, 1 = perfect ('full UNKNOWN' scores raw {fmt(a1)} here)."
+    return "Rescaled = raw: no reference solution to compare with on this KPI."
+
+
+OPERATORS = frozenset("+-−·×/=≤≥<>;,")
+
+
+def formula_markup(text: str):
+    """A formula that wraps only after an operator (+, -, ·, /, =, ...), never inside a term.
+
+    Every space not following an operator becomes a no-break space; the page's CSS keeps
+    words whole (no break-all), so the browser breaks lines only at those spaces.
+    """
+    from markupsafe import Markup, escape
+
+    words = str(text).split(" ")
+    out = [str(escape(words[0]))]
+    for prev, word in zip(words, words[1:]):
+        out.append(" " if prev[-1:] in OPERATORS else "\u00a0")
+        out.append(str(escape(word)))
+    return Markup("".join(out))
 
 
 def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
-    betas = (cfg_get(config, "rescaling", "beta1"), cfg_get(config, "rescaling", "beta2"))
-    weights = cfg_get(config, "final_weights", default={})
+    betas = (config["rescaling"]["beta1"], config["rescaling"]["beta2"])
+    weights = config["final_weights"]
     rows = []
     for key in KPI_KEYS:
         kpi = kpis.get(key) or {}
         crit_values = kpi.get("criteria") or {}
         criteria = []
-        for ck, (owner, label, meaning, better) in CRITERIA.items():
-            if owner != key:
-                continue
-            criteria.append({"key": ck, "label": label, "meaning": meaning, "better": better,
+        for ck in kpi_criteria(key):
+            c = BY_KEY[ck]
+            criteria.append({"key": ck, "label": c.label, "meaning": c.meaning, "better": c.better,
                              "value": crit_values.get(ck, scores.get(ck)), "ci": criteria_ci.get(ck)})
-        rows.append({"key": key, "label": KPI_LABELS[key], "set": KPI_SETS[key], "present": bool(kpi),
+        rows.append({"key": key, "label": KPI_BY_KEY[key].label, "set": KPI_BY_KEY[key].sets, "present": bool(kpi),
                      "raw": kpi.get("raw"), "rescaled": kpi.get("rescaled", scores.get(key)),
                      "ci": kpi.get("ci"), "raw_ci": kpi.get("raw_ci"), "weight": kpi.get("weight", weights.get(key)),
                      "rescaling": _rescaling_text(kpi, betas), "rescaling_kind": kpi.get("rescaling"),
-                     "formula": _kpi_formula(key, config), "criteria": criteria})
+                     "rescaling_plain": _rescaling_plain(kpi, betas),
+                     "formula": KPI_BY_KEY[key].formula(config), "criteria": criteria})
     return rows
 
 
@@ -251,7 +245,7 @@ def _set_rows(sets: dict) -> list[dict]:
             continue
         n, n_ko = s.get("n") or 0, s.get("n_KO") or 0
         cost, ideal, human = s.get("cost"), s.get("cost_ideal"), s.get("cost_human")
-        op = ((cost - ideal) / (human - ideal)
+        op = (float(operational_cost(cost, ideal, human))
               if _finite(cost) and _finite(ideal) and _finite(human) and human != ideal else None)
         rows.append({"name": name, "present": True, "n": n, "n_KO": n_ko, "n_OK": s.get("n_OK"),
                      "ko_share": n_ko / n if n else None, "n_ood": s.get("n_ood"),
@@ -259,60 +253,6 @@ def _set_rows(sets: dict) -> list[dict]:
                      "cost_ideal": ideal, "cost_human": human, "op": op, "cost_subset": s.get("cost_subset"),
                      "sha256": s.get("sha256"), "reference_sha256": s.get("reference_sha256")})
     return rows
-
-
-def _reliability(frame, config) -> dict:
-    if frame is None or len(frame) == 0:
-        return {}
-    bins = int(cfg_get(config, "kpis", "uncertainty", "ece_bins", default=10))
-    y = frame["class"].to_numpy().astype(str)
-    p_ko, p_ok = frame["scores KO"].to_numpy(float), frame["scores OK"].to_numpy(float)
-    return {f"true {c}": reliability_bins(y[y == c], p_ko[y == c], p_ok[y == c], bins) for c in ("KO", "OK")}
-
-
-def _roc(frame) -> dict | None:
-    """ROC curve of the OOD score (sklearn), at most MAX_ROC_POINTS points; a note when undefined."""
-    if frame is None:
-        return None
-    if len(frame) == 0 or "ood" not in frame.columns:
-        return {"note": "no OOD label" if len(frame) else "empty set"}
-    from sklearn.metrics import roc_auc_score, roc_curve
-
-    y = frame["ood"].to_numpy().astype(int)
-    s = frame["scores OOD"].to_numpy(float) if "scores OOD" in frame.columns else np.zeros(len(y))
-    if y.min() == y.max():
-        return {"note": "one OOD class only: AUROC undefined"}
-    fpr, tpr, _ = roc_curve(y, s)
-    if len(fpr) > MAX_ROC_POINTS:
-        idx = np.unique(np.linspace(0, len(fpr) - 1, MAX_ROC_POINTS).round().astype(int))
-        fpr, tpr = fpr[idx], tpr[idx]
-    return {"fpr": fpr.tolist(), "tpr": tpr.tolist(), "auroc": float(roc_auc_score(y, s)),
-            "n": int(len(y)), "n_ood": int(y.sum())}
-
-
-def _drift(frame) -> dict | None:
-    """Drift sequence reduced for plotting: strided points, a rolling median, the OOD spans."""
-    if frame is None or len(frame) == 0:
-        return None
-    import pandas as pd
-
-    if "position" in frame.columns:
-        frame = frame.sort_values("position", kind="stable")
-        pos = frame["position"].to_numpy(float)
-    else:
-        pos = np.arange(len(frame), dtype=float)
-    score = frame["scores OOD"].to_numpy(float) if "scores OOD" in frame.columns else np.zeros(len(frame))
-    ood = frame["ood"].to_numpy().astype(int) if "ood" in frame.columns else np.zeros(len(frame), int)
-    n = len(pos)
-    window = max(5, n // 50)
-    smooth = pd.Series(score).rolling(window, center=True, min_periods=1).median().to_numpy()
-    step = max(1, math.ceil(n / MAX_DRIFT_POINTS))
-    sstep = max(1, math.ceil(n / MAX_SMOOTH_POINTS))
-    # contiguous runs of OOD labels, as (first position, last position)
-    edges = np.flatnonzero(np.diff(np.r_[0, ood, 0]))
-    spans = [(float(pos[a]), float(pos[b - 1])) for a, b in zip(edges[::2], edges[1::2])]
-    return {"position": pos[::step], "score": score[::step], "ood": ood[::step], "window": window,
-            "smooth_position": pos[::sstep], "smooth_score": smooth[::sstep], "ood_spans": spans}
 
 
 def _extras_metrics(extras: dict) -> list[dict]:

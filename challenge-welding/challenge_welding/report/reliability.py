@@ -1,34 +1,37 @@
-"""Reliability-diagram bins with SPEC's ECE conventions (for the page; the score's ECE is scoring's).
+"""Reliability-diagram bins of the performance set, with the score's own ECE (scoring.metrics).
 
-Top-label binary confidence conf = max(p_KO, p_OK) / (p_KO + p_OK) (0.5 when both are 0),
-top label KO when p_KO >= p_OK, correct = top label == true class; M equal-width bins on
-[0, 1], [m/M, (m+1)/M), the last closed; empty bins are skipped in
-ECE = sum_m |B_m| / n |acc(B_m) - conf(B_m)|. An empty subset gives ECE NaN.
+Per equal-width bin of the top-label binary confidence (scoring.metrics.top_label,
+bin_index): the count, and the mean confidence and accuracy when the bin holds at
+least ``min_samples`` samples (a smaller bin is shown as its count only: with one
+sample, its accuracy is that sample's label). The ECE is scoring.metrics'
+expected_calibration_error on all samples: an empty subset gives 0, recorded by the
+score (SPEC: "NaN subset -> treated as 0 and reported").
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .trust_opinion import bin_index
+from challenge_welding.scoring import metrics as m
+from challenge_welding.scoring.disclosure import hide_small
 
 
-def reliability_bins(y_true, p_ko, p_ok, bins: int = 10) -> dict:
-    """Per-bin count, mean confidence and accuracy, and the ECE, of one subset."""
-    y_true = np.asarray(y_true).astype(str)
-    p_ko, p_ok = np.asarray(p_ko, float), np.asarray(p_ok, float)
-    den = p_ko + p_ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        conf = np.where(den > 0, np.maximum(p_ko, p_ok) / np.where(den > 0, den, 1.0), 0.5)
-    correct = np.where(p_ko >= p_ok, "KO", "OK") == y_true
-    idx = bin_index(conf, bins)
+def reliability_bins(y_true, proba, bins: int, min_samples: int) -> dict:
+    """{"edges", "count", "confidence", "accuracy", "ece", "n"} of one subset (y_true codes 0 KO / 1 OK)."""
+    y_true = np.asarray(y_true)
+    n = len(y_true)
+    ece = float(m.expected_calibration_error(y_true, proba, bins))
+    if n:
+        conf, label = m.top_label(proba)
+        idx = m.bin_index(conf, bins)
+        correct = (label == y_true).astype(float)
+    else:
+        conf = correct = np.zeros(0)
+        idx = np.zeros(0, dtype=np.int64)
     count = np.bincount(idx, minlength=bins)
-    conf_sum = np.bincount(idx, weights=conf, minlength=bins)
-    acc_sum = np.bincount(idx, weights=correct.astype(float), minlength=bins)
-    nz = count > 0
-    mean_conf = np.where(nz, conf_sum / np.maximum(count, 1), np.nan)
-    acc = np.where(nz, acc_sum / np.maximum(count, 1), np.nan)
-    n = int(count.sum())
-    ece = float(np.sum(count[nz] * np.abs(acc[nz] - mean_conf[nz])) / n) if n else float("nan")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(idx, weights=conf, minlength=bins) / count
+        acc = np.bincount(idx, weights=correct, minlength=bins) / count
+    mean_conf, acc = hide_small(count, min_samples, mean_conf.tolist(), acc.tolist())
     return {"edges": (np.arange(bins + 1) / bins).tolist(), "count": count.tolist(),
-            "confidence": mean_conf.tolist(), "accuracy": acc.tolist(), "ece": ece, "n": n}
+            "confidence": mean_conf, "accuracy": acc, "ece": ece, "n": int(n)}

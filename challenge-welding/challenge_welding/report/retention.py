@@ -20,12 +20,21 @@ Lower is better for all three. An empty set gives NaN (reported as undefined).
 Errors used here (written by hand: no library computes cost-weighted retention curves):
 - misclassification: predicted state != true class, UNKNOWN counts as an error;
 - excess cost: seam-weight-adjusted cost of the prediction minus that of the true class,
-  divided by C(human) - C(ideal), so that the curve ends at the set's OP (SPEC).
+  divided by C(human) - C(ideal), so that the curve ends at the set's OP (SPEC); the costs
+  and seam weights are the score's own (scoring.metrics).
+
+Published curves are cut at fixed retention steps (scoring.disclosure.curve_steps): a
+curve with one point per sample would give labels back.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+from challenge_welding.constants import CLASSES, STATES
+from challenge_welding.scoring import metrics as m
+from challenge_welding.scoring.criteria import cost_matrix
 
 
 def uncertainty_from_probs(p_ko: np.ndarray, p_ok: np.ndarray) -> np.ndarray:
@@ -73,68 +82,41 @@ def retention_aucs(errors, uncertainty) -> dict:
             "mean_error": mean_error, "n": int(len(errors)), "curve": curve, "oracle_curve": oracle}
 
 
-def downsample(curve: np.ndarray, points: int = 200) -> dict:
-    """At most `points` + 2 (retention, value) pairs of a curve over j/N, endpoints kept.
-
-    Half the points are even in retention, half even in value (the curve rises where the
-    errors are, often in the last few per cent), so a steep end is drawn as it is.
-    """
-    n = len(curve) - 1
-    if n <= 0:
-        return {"retention": [], "value": []}
-    half = max(points // 2, 1)
-    by_value = np.searchsorted(curve, np.linspace(curve[0], curve[-1], half + 1), side="left")
-    idx = np.unique(np.r_[np.linspace(0, n, min(half, n) + 1).round().astype(np.int64),
-                          np.clip(by_value, 0, n), 0, n])
-    return {"retention": (idx / n).round(6).tolist(), "value": curve[idx].round(9).tolist()}
-
-
 def misclassification_errors(y_true, predicted_state) -> np.ndarray:
     """1 where the predicted state differs from the true class (UNKNOWN is an error), else 0."""
     return (np.asarray(predicted_state) != np.asarray(y_true)).astype(float)
-
-
-def sample_weights(seams, seam_weights: dict, default_seam_weight: float) -> np.ndarray:
-    """Per-sample weights v_k whose plain mean reproduces the seam-weighted mean of SPEC.
-
-    C = sum_s w_s mean_{k in s} c_k / sum_s w_s = mean_k v_k c_k with
-    v_k = N w_s / (n_s sum_{s present} w_s).
-    """
-    seams = np.asarray(seams).astype(str)
-    n = len(seams)
-    if n == 0:
-        return np.zeros(0)
-    names, inverse, counts = np.unique(seams, return_inverse=True, return_counts=True)
-    w = np.array([float(seam_weights.get(s, default_seam_weight)) for s in names])
-    if w.sum() <= 0:  # all weights zero: fall back to a plain mean
-        w = np.ones_like(w)
-    return (n * w / (counts * w.sum()))[inverse]
 
 
 def excess_cost_errors(y_true, predicted_state, seams, cost: dict, seam_weights: dict,
                        default_seam_weight: float, ideal_state=None):
     """Per-sample excess cost, in units of the set's human-minus-ideal cost gap.
 
-    e_k = v_k (cost[y_k][x_k] - cost[y_k][ideal_k]) / (C(human) - C(ideal)), v_k the seam
-    weights above, ideal = the true class (or `ideal_state`), human = UNKNOWN everywhere.
-    Its mean is the set's OP. When the gap is 0 (no sample, or every ideal answer is
-    UNKNOWN) the raw excess cost is returned unnormalised; the second value says which.
+    e_k = v_k (cost[y_k][x_k] - cost[y_k][ideal_k]) / (C(human) - C(ideal)), with v_k the
+    per-sample seam weights of ``scoring.metrics.seam_sample_weights`` and C the score's
+    seam-weighted cost; ideal = the true class (or ``ideal_state``), human = UNKNOWN
+    everywhere. Its mean is the set's OP. When the gap is 0 (no sample, or every ideal
+    answer is UNKNOWN) the raw excess cost is returned unnormalised; the second value says which.
     """
-    y = np.asarray(y_true).astype(str)
-    x = np.asarray(predicted_state).astype(str)
-    ideal = y if ideal_state is None else np.asarray(ideal_state).astype(str)
-    v = sample_weights(seams, seam_weights, default_seam_weight)
-
-    def unit_cost(states):
-        out = np.zeros(len(y))
-        for t in ("KO", "OK"):
-            for p in ("KO", "OK", "UNKNOWN"):
-                out[(y == t) & (states == p)] = float(cost[t][p])
-        return out
-
-    c_ideal = unit_cost(ideal)
-    excess = v * (unit_cost(x) - c_ideal)
-    gap = float(np.mean(v * (unit_cost(np.full(len(y), "UNKNOWN")) - c_ideal))) if len(y) else 0.0
+    y = _codes(y_true, CLASSES)
+    x = _codes(predicted_state, STATES)
+    ideal = y if ideal_state is None else _codes(ideal_state, STATES)
+    names, seam_codes = np.unique(np.asarray(seams).astype(str), return_inverse=True)
+    w = np.array([float(seam_weights.get(s, default_seam_weight)) for s in names])
+    matrix = cost_matrix({"cost": cost})
+    unit = np.stack([m.sample_costs(y, x, matrix), m.sample_costs(y, ideal, matrix),
+                     m.sample_costs(y, np.full(len(y), m.UNKNOWN), matrix)], axis=1)
+    excess = m.seam_sample_weights(seam_codes, w) * (unit[:, 0] - unit[:, 1])
+    if len(y) == 0:
+        return excess, False
+    _, c_ideal, c_human = m.seam_weighted_cost(unit, seam_codes, w)
+    gap = float(c_human - c_ideal)
     if gap > 0:
         return excess / gap, True
     return excess, False
+
+
+def _codes(labels, names):
+    codes = pd.Index(list(names)).get_indexer(np.asarray(labels).astype(str))
+    if (codes < 0).any():
+        raise ValueError(f"labels outside {', '.join(names)}")
+    return codes

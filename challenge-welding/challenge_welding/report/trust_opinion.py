@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from challenge_welding.scoring.metrics import bin_index as _bin_index
+from challenge_welding.scoring.metrics import bin_index
 
 
 def opinion_from_evidence(r: float, s: float, base_rate: float, prior_weight: float = 2.0) -> dict:
@@ -66,11 +66,6 @@ def binary_probability(p_ko: np.ndarray, p_ok: np.ndarray, cls: str) -> np.ndarr
     with np.errstate(invalid="ignore", divide="ignore"):
         q = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
     return np.clip(q, 0.0, 1.0)
-
-
-def bin_index(q: np.ndarray, bins: int) -> np.ndarray:
-    """Equal-width bins on [0, 1]: [m/M, (m+1)/M), the last bin closed (the ECE's rule)."""
-    return _bin_index(q, bins)
 
 
 def class_opinion(y_true: np.ndarray, p_ko: np.ndarray, p_ok: np.ndarray, cls: str,

@@ -142,7 +142,7 @@ def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95, notes=None):
 
     "values": the per-resample values {"score": (B,), kpi: (B,) rescaled} that
     the paired comparisons of submissions use (see the module docstring).
-    ``notes`` (a criteria.Notes) collects the undefined cases met in resamples, with their counts.
+    ``notes`` (a criteria.UndefinedCases) collects the undefined cases met in resamples, with their counts.
     """
     if n_boot <= 0:
         return None

@@ -9,7 +9,6 @@ to 1 is one :class:`ChallengeError` naming the file and the key.
 
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from challenge_welding.constants import KPI_KEYS, PERTURBATIONS
 from challenge_welding.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_scoring.yaml")
-SUM_TOL = 1e-9
+WEIGHT_SUM_TOL = 1e-9  # weight vectors that must sum to 1
 ML_AVERAGES = ("binary", "macro", "precision")
 TIME_METHODS = ("linear", "lower", "higher", "midpoint")
 
@@ -57,6 +56,13 @@ def _err(where, msg):
     return ChallengeError(f"{where[0]}: {key} {msg}")
 
 
+class Optional:
+    """A schema node that may be left out: its default (validated like a written value) is used then."""
+
+    def __init__(self, schema, default):
+        self.schema, self.default = schema, default
+
+
 COST = _num(lo=0.0)
 WEIGHT = _num(lo=0.0, hi=1.0)
 POSITIVE = _num(lo=0.0, lo_open=True)
@@ -84,6 +90,10 @@ SCHEMA = {
         "alpha": {k: {"alpha1": ALPHA, "alpha2": ALPHA} for k in KPI_KEYS},
     },
     "final_weights": {k: WEIGHT for k in KPI_KEYS},
+    # what the published outputs may show (issue 10): each published number or curve point aggregates at
+    # least min_samples samples; curves have at most `points` steps. Optional: older configs keep working.
+    "disclosure": Optional({"min_samples": _num(lo=1, integer=True), "points": _num(lo=1, integer=True)},
+                           {"min_samples": 25, "points": 20}),
     "extras": {
         "trust": {"bins": _num(lo=1, integer=True), "prior_weight": POSITIVE},
         "bootstrap": {"n": _num(lo=0, integer=True), "seed": _num(lo=0, integer=True),
@@ -114,10 +124,12 @@ def _validate(node, schema, where):
         unknown = [k for k in node if k not in schema]
         if unknown:
             raise _err(where + (str(unknown[0]),), f"is unknown (allowed here: {', '.join(schema)})")
-        missing = [k for k in schema if k not in node]
+        missing = [k for k in schema if k not in node and not isinstance(schema[k], Optional)]
         if missing:
             raise _err(where + (missing[0],), "is missing")
-        return {k: _validate(node[k], schema[k], where + (k,)) for k in schema}
+        return {k: _validate(node[k] if k in node else schema[k].default, schema[k], where + (k,)) for k in schema}
+    if isinstance(schema, Optional):
+        return _validate(node, schema.schema, where)
     return schema(node, where)
 
 
@@ -130,7 +142,7 @@ def validate_config(raw, source="<config>") -> dict:
         for part in path:
             node = node[part]
         total = sum(node[k] for k in keys)
-        if abs(total - 1.0) > SUM_TOL:
+        if abs(total - 1.0) > WEIGHT_SUM_TOL:
             raise _err(where + path, f"weights {', '.join(keys)} must sum to 1, got {total:.12g}")
     r = config["rescaling"]
     if not r["beta1"] < r["beta2"]:
@@ -159,6 +171,3 @@ def load_config(path=None) -> dict:
         raise ChallengeError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     return validate_config(raw, source=path)
 
-
-def default_config() -> dict:
-    return copy.deepcopy(load_config(None))

@@ -16,7 +16,8 @@ import pandas as pd
 from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.inputs import OOD_COLUMN, PROBA_COLUMNS
-from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS, raw_kpis
+from challenge_welding.scoring.kpis import raw_kpis
+from challenge_welding.scoring.registry import CRITERIA_KEYS, ROBUSTNESS_KEYS, set_criteria_keys
 from challenge_welding.scoring.rescale import final_score, rescale_all
 
 
@@ -100,7 +101,7 @@ def _w(weights, mask=None):
     return np.take(weights, np.flatnonzero(mask), axis=-1)  # np.take: much faster than fancy indexing
 
 
-class Notes:
+class UndefinedCases:
     """Collects undefined cases as {"metric", "set", "case", "resolution"} records (no duplicates).
 
     Cases met in bootstrap resamples are counted: {"resamples": hits, "of": B} is
@@ -111,9 +112,9 @@ class Notes:
         self.records = []
         self._resamples = {}
 
-    def sink(self, metric, set_name):
-        """A list-like the metrics append their "case: resolution" sentences to."""
-        return _Sink(self, metric, set_name)
+    def recorder(self, metric, set_name):
+        """The ``undefined`` argument of a scoring.metrics function, recording into this collection."""
+        return CaseRecorder(self, metric, set_name)
 
     def _record(self, metric, set_name, message):
         case, _, resolution = message.partition(": ")
@@ -136,16 +137,32 @@ class Notes:
             self.records.append(rec)
 
 
-class _Sink(list):
-    def __init__(self, notes, metric, set_name):
-        super().__init__()
-        self.notes, self.metric, self.set_name = notes, metric, set_name
+class CaseRecorder:
+    """What scoring.metrics calls on an undefined case: ``append(message)``, ``add_resamples(...)``."""
+
+    def __init__(self, cases: UndefinedCases, metric, set_name):
+        self.cases, self.metric, self.set_name = cases, metric, set_name
 
     def append(self, message):
-        self.notes.add(self.metric, self.set_name, message)
+        self.cases.add(self.metric, self.set_name, message)
 
     def add_resamples(self, message, hits, total):
-        self.notes.add_resamples(self.metric, self.set_name, message, hits, total)
+        self.cases.add_resamples(self.metric, self.set_name, message, hits, total)
+
+
+class _Discard:
+    """A recorder that keeps nothing (no collection given)."""
+
+    def append(self, message):
+        pass
+
+    def add_resamples(self, message, hits, total):
+        pass
+
+
+def no_record(metric):
+    """The default ``record`` of the set functions: undefined cases are not kept."""
+    return _Discard()
 
 
 def cost_matrix(config):
@@ -193,78 +210,83 @@ def _axes(a: SetArrays):
     return a.cache["axes"]
 
 
-def performance_criteria(a: SetArrays, config, w=None, sink=None):
+def performance_criteria(a: SetArrays, config, w=None, record=no_record):
     """OP, ML, time p95, UOP and the ECE of the true-KO and true-OK subsets on ``performance``."""
     u = config["kpis"]["uncertainty"]
     c = {}
-    costs = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost"))
-    c["op"] = m.operational_cost(cp, ci, ch, sink("OP"))
-    c["ml"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML"), **_ml_args(config))
+    costs = cp, cs, ci, ch = seam_costs(a, config, w, record("seam-weighted cost"))
+    c["op"] = m.operational_cost(cp, ci, ch, record("OP"))
+    c["ml"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=record("ML"), **_ml_args(config))
     c["time_p95"] = m.time_percentile(a.time, config["time"]["percentile"], config["time"]["method"],
-                                      sample_weight=w, undefined=sink("time percentile"))
-    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u["degenerate_tol"], sink("UOP"))
+                                      sample_weight=w, undefined=record("time percentile"))
+    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u["degenerate_tol"], record("UOP"))
     ece = m.expected_calibration_error(a.y, a.proba, u["ece_bins"], groups=a.y, n_groups=2, sample_weight=w,
-                                       undefined=sink("ECE (true-KO and true-OK subsets)"))
+                                       undefined=record("ECE (true-KO and true-OK subsets)"))
     c["ucalib_ko"], c["ucalib_ok"] = ece[..., 0], ece[..., 1]
     return c, {"costs": costs}
 
 
-def robustness_criteria(a: SetArrays, config, w=None, sink=None):
+def robustness_criteria(a: SetArrays, config, w=None, record=no_record):
     """r_x of each perturbation type present (r of an absent type: 0, recorded)."""
     c, curves = {}, {}
     for x, key in ROBUSTNESS_KEYS.items():
         if x not in _axes(a):
             c[key] = 0.0 if w is None else np.zeros(len(w))
-            sink(f"r_{x}").append(f"perturbation type {x} absent from the data: "
+            record(f"r_{x}").append(f"perturbation type {x} absent from the data: "
                                   "r set to 0, its weight shared among the others")
             continue
         mask, levels, groups = _axes(a)[x]
         ml = m.ml_score(a.y[mask], a.pred[mask], groups=groups, n_groups=len(levels), sample_weight=_w(w, mask),
-                        undefined=sink(f"ML per level ({x})"), **_ml_args(config))
-        curves[x] = (levels, ml)
-        c[key] = m.level_auc(levels, ml, undefined=sink(f"r_{x}"))
+                        undefined=record(f"ML per level ({x})"), **_ml_args(config))
+        curves[x] = (levels, ml, np.bincount(groups, minlength=len(levels)))  # samples per level
+        c[key] = m.level_auc(levels, ml, undefined=record(f"r_{x}"))
     return c, {"curves": curves, "present": sorted(curves)}
 
 
-def ood_criteria(key):
-    def criteria(a: SetArrays, config, w=None, sink=None):
-        """AUROC of the OOD score against the OOD label."""
-        return {key: m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC"))}, {}
-    return criteria
+def ood_criteria(a: SetArrays, config, w=None, record=no_record, key=None):
+    """AUROC of the OOD score against the OOD label (``key``: the set's criterion in the registry)."""
+    return {key: m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=record("AUROC"))}, {}
 
 
-def generalization_criteria(a: SetArrays, config, w=None, sink=None):
+def generalization_criteria(a: SetArrays, config, w=None, record=no_record):
     """OP_g and ML_g on the unseen seams."""
-    costs = cp, cs, ci, ch = seam_costs(a, config, w, sink("seam-weighted cost"))
-    return ({"op_g": m.operational_cost(cp, ci, ch, sink("OP")),
-             "ml_g": m.ml_score(a.y, a.pred, sample_weight=w, undefined=sink("ML"), **_ml_args(config))},
+    costs = cp, cs, ci, ch = seam_costs(a, config, w, record("seam-weighted cost"))
+    return ({"op_g": m.operational_cost(cp, ci, ch, record("OP")),
+             "ml_g": m.ml_score(a.y, a.pred, sample_weight=w, undefined=record("ML"), **_ml_args(config))},
             {"costs": costs})
 
 
-def drift_criteria(a: SetArrays, config, w=None, sink=None):
+def drift_criteria(a: SetArrays, config, w=None, record=no_record):
     """OP_d over the samples not labelled OOD, AUROC_d over the whole sequence."""
     inlier = ~a.ood
-    costs = cp, cs, ci, ch = seam_costs(take_rows(a, inlier), config, _w(w, inlier), sink("seam-weighted cost"))
-    return ({"op_d": m.operational_cost(cp, ci, ch, sink("OP")),
-             "ood_d": m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=sink("AUROC"))},
+    costs = cp, cs, ci, ch = seam_costs(take_rows(a, inlier), config, _w(w, inlier), record("seam-weighted cost"))
+    return ({"op_d": m.operational_cost(cp, ci, ch, record("OP")),
+             "ood_d": m.roc_auc(a.ood, a.ood_score, sample_weight=w, undefined=record("AUROC"))},
             {"costs": costs})
 
 
-SET_CRITERIA = {
+# how each set's criteria are computed; which keys each set yields is the registry's (scoring.registry)
+SET_FUNCTIONS = {
     "performance": performance_criteria,
     "robustness": robustness_criteria,
-    "ood_real": ood_criteria("ood_real"),
-    "ood_synthetic": ood_criteria("ood_syn"),
+    "ood_real": ood_criteria,
+    "ood_synthetic": ood_criteria,
     "generalization": generalization_criteria,
     "drift": drift_criteria,
 }
 
 
-def set_criteria(name, a: SetArrays, config, w=None, notes=None):
-    """The criteria of one set: ({criterion key: value}, {extra outputs})."""
-    def sink(metric):
-        return notes.sink(metric, name) if notes else []
-    return SET_CRITERIA[name](a, config, w, sink)
+def set_criteria(name, a: SetArrays, config, w=None, cases=None):
+    """The criteria of one set: ({criterion key: value} in registry order, {extra outputs}).
+
+    ``cases``: an UndefinedCases collecting the undefined cases met (None: not kept).
+    """
+    def record(metric):
+        return cases.recorder(metric, name) if cases is not None else _Discard()
+    keys = set_criteria_keys(name)
+    fn = SET_FUNCTIONS[name]
+    values, extra = fn(a, config, w, record, key=keys[0]) if fn is ood_criteria else fn(a, config, w, record)
+    return {k: values[k] for k in keys}, extra
 
 
 def combine(criteria, present, config):
@@ -277,7 +299,7 @@ def combine(criteria, present, config):
             "score": final_score(rescaled, config["final_weights"])}
 
 
-def compute(prep, config, weights=None, notes=None):
+def compute(prep, config, weights=None, cases=None):
     """All criteria, raw and rescaled KPIs, and the score.
 
     ``weights``: None (point estimate) or {set: (B, n_set) frequency weights}.
@@ -286,11 +308,12 @@ def compute(prep, config, weights=None, notes=None):
     W = weights or {}
     criteria, costs, curves, present = {}, {}, {}, []
     for name in SET_NAMES:
-        c, extra = set_criteria(name, prep[name], config, W.get(name), notes)
+        c, extra = set_criteria(name, prep[name], config, W.get(name), cases)
         criteria.update(c)
         if "costs" in extra:
             costs[name] = extra["costs"]
         if name == "robustness":
             curves, present = extra["curves"], extra["present"]
+    criteria = {key: criteria[key] for key in CRITERIA_KEYS}  # registry (scores.json) order
     return {"criteria": criteria, **combine(criteria, present, config), "curves": curves, "costs": costs,
             "robustness_present": present}

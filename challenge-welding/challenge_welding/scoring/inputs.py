@@ -2,26 +2,35 @@
 
 Every problem found is one line naming the set, the column and a sample id; all
 problems of all sets are gathered and raised together as one ChallengeError, so
-a participant fixes everything in one go. Recoverable issues (probabilities off
-1 by more than the tolerance, missing probabilities or OOD scores) become
-warnings.
+a participant fixes everything in one go. The rules of a row are
+``challenge_welding.prediction_rules`` (shared with the ingestion); recoverable
+issues (probabilities off 1 by more than the tolerance, missing probabilities
+or OOD scores, negative OOD scores clipped to 0) become warnings.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.errors import ChallengeError, SubmissionFailed
+from challenge_welding.prediction_rules import (
+    PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
+)
+from challenge_welding.scoring.provenance import (
+    check_file, check_worker_metadata, provenance_of, read_report, sha256_bytes,
+)
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
-SUM_TOL = 1e-3
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 REFERENCE_COLUMNS = {
     "performance": (), "generalization": (),
@@ -50,30 +59,13 @@ def _line(name, column, what, ids, mask):
     return f"set '{name}', column '{column}': {what} ({count} row{'s' * (count > 1)}, e.g. sample_id {sid!r})"
 
 
-def _normalised_codes(values, names):
-    """Codes of ``values`` in ``names`` (-1 outside), trying case/whitespace normalisation on misses.
-
-    Returns (codes, renamed mask). Categorical codes are hash-based: fast on 10^6 rows.
-    """
-    values = pd.Series(values).reset_index(drop=True)
-    codes = pd.Index(list(names)).get_indexer(values).astype(np.int16)
-    renamed = np.zeros(len(values), dtype=bool)
-    miss = np.flatnonzero(codes < 0)
-    if miss.size:
-        fixed = values.iloc[miss].astype(str).str.strip().str.upper()
-        again = pd.Index(list(names)).get_indexer(fixed)
-        ok = (again >= 0) & values.iloc[miss].notna().to_numpy()
-        again = np.asarray(again)
-        codes[miss[ok]] = again[ok]
-        renamed[miss[ok]] = True
-    return codes, renamed
-
-
-def _read_parquet(path, name, kind):
+def _read_parquet(source, name, kind, path=None):
+    """A parquet file (a path, or its bytes in a buffer named by ``path``); unreadable -> one line."""
+    error = SubmissionFailed if kind == "predictions" else ChallengeError
     try:
-        return pd.read_parquet(path)
+        return pd.read_parquet(source)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise ChallengeError(f"set '{name}': cannot read {kind} file {path} ({type(exc).__name__}: {exc})") from None
+        raise error(f"set '{name}': cannot read {kind} file {path or source} ({type(exc).__name__}: {exc})") from None
 
 
 def read_reference(reference_dir, name) -> pd.DataFrame:
@@ -93,7 +85,7 @@ def read_reference(reference_dir, name) -> pd.DataFrame:
     dup = ids.duplicated().to_numpy()
     if dup.any():
         problems.append(_line(name, "sample_id", "duplicate ids in the reference", ids, dup))
-    codes, _ = _normalised_codes(ref["class"], CLASSES)
+    codes, _ = label_codes(ref["class"], CLASSES)
     bad = codes < 0
     if bad.any():
         problems.append(_line(name, "class", "reference label outside KO/OK", ids, bad))
@@ -158,7 +150,7 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     codes = t = None
     if "predicted_state" in pred.columns:
         raw = pred["predicted_state"].reset_index(drop=True)
-        codes, renamed = _normalised_codes(raw, STATES)
+        codes, renamed = label_codes(raw, STATES)
         bad = codes < 0
         if bad.any():
             value = raw.iloc[np.flatnonzero(bad)[0]]
@@ -181,26 +173,20 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     elif len(present) < 3:
         problems.append(f"set '{name}', column '{next(c for c in PROBA_COLUMNS if c not in present)}': "
                         "probability column missing (give all three or none)")
-    else:
+    else:  # the shared row rules (prediction_rules), worded per column
+        check = check_probabilities(values)
         for j, column in enumerate(PROBA_COLUMNS):
-            col = values[:, j]
-            if np.isnan(col).any():
-                problems.append(_line(name, column, "missing (NaN) probability", ids, np.isnan(col)))
-            if np.isinf(col).any():
-                problems.append(_line(name, column, "infinite probability", ids, np.isinf(col)))
-            if (col < 0).any():
-                problems.append(_line(name, column, "negative probability", ids, col < 0))
-        total = values.sum(axis=1)
-        finite = np.isfinite(total)
-        zero = finite & (total == 0)
-        if zero.any():
-            problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, zero))
-        off = finite & ~zero & (np.abs(total - 1) > SUM_TOL)
-        if off.any():
-            warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {SUM_TOL:g}: renormalised",
-                                  ids, off))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                values = values / np.where(zero | ~finite, 1.0, total)[:, None]
+            for mask, what in ((check.nan[:, j], "missing (NaN) probability"),
+                               (check.inf[:, j], "infinite probability"),
+                               (check.negative[:, j], "negative probability")):
+                if mask.any():
+                    problems.append(_line(name, column, what, ids, mask))
+        if check.zero_sum.any():
+            problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, check.zero_sum))
+        if check.renormalised.any():
+            warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {PROBA_SUM_TOL_TEXT}: "
+                                  "renormalised", ids, check.renormalised))
+        values = check.values
 
     s = (pd.to_numeric(pred[OOD_COLUMN], errors="coerce").to_numpy(dtype=float)
          if OOD_COLUMN in pred.columns else np.full(len(pred), np.nan))
@@ -209,9 +195,11 @@ def _validate_predictions(pred, ref, name, problems, warnings):
             warnings.append(f"set '{name}': no OOD scores given: 0 used (AUROC 0.5)")
         s = np.zeros(len(pred))
     else:
-        bad = ~np.isfinite(s) | (s < 0)
-        if bad.any():
-            problems.append(_line(name, OOD_COLUMN, "missing (NaN), infinite or negative OOD score", ids, bad))
+        non_finite, negative, s = check_ood_scores(s)
+        if non_finite.any():
+            problems.append(_line(name, OOD_COLUMN, "missing (NaN) or infinite OOD score", ids, non_finite))
+        if negative.any():
+            warnings.append(_line(name, OOD_COLUMN, "negative OOD scores clipped to 0", ids, negative))
     if len(problems) > before:
         return None
     # align to the reference rows (ids are a permutation of the reference's here)
@@ -249,29 +237,58 @@ def ingestion_summary(predictions_dir) -> str:
     return ""
 
 
-def read_frames(reference_dir, predictions_dir):
-    """Read the six sets; return ``(frames, warnings, hashes)``.
+@dataclass
+class Inputs:
+    """What the scorer read: merged frames, warnings, file hashes, and how the predictions were verified."""
+
+    frames: dict
+    warnings: list
+    hashes: dict      # {set: {"reference": sha256, "predictions": sha256}}
+    provenance: dict  # {"verified": bool, "origin": str}
+
+
+def read_frames(reference_dir, predictions_dir, verify=True):
+    """``(frames, warnings, hashes)`` of :func:`read_inputs`."""
+    inputs = read_inputs(reference_dir, predictions_dir, verify)
+    return inputs.frames, inputs.warnings, inputs.hashes
+
+
+def read_inputs(reference_dir, predictions_dir, verify=True) -> Inputs:
+    """Read the six sets, verified (scoring.provenance) unless ``verify`` is False.
 
     ``frames``: {set: DataFrame} with the reference columns, predicted_state,
     the three probabilities (filled and renormalised), the OOD score and
     compute_time. ``hashes``: {set: {"reference": sha256, "predictions": sha256}}.
-    Raises ChallengeError listing every problem (set, column, sample id).
+    With ``verify`` (the default) only predictions the ingestion wrote are
+    accepted (scoring.provenance).
+    Raises SubmissionFailed for missing, unverified or invalid predictions and
+    ChallengeError for bad reference data, listing every problem (set, column, sample id).
     """
     reference_dir, predictions_dir = Path(reference_dir), Path(predictions_dir)
+    if verify:
+        check_worker_metadata(predictions_dir)
     missing = [n for n in SET_NAMES if not (predictions_dir / f"{n}.parquet").is_file()]
     if missing:
-        raise ChallengeError(
+        raise SubmissionFailed(
             f"predictions missing for set{'s' * (len(missing) > 1)} {', '.join(missing)}: "
             f"no {predictions_dir / (missing[0] + '.parquet')}{ingestion_summary(predictions_dir)}")
+    report = read_report(predictions_dir) if verify else None
     references, predictions, hashes = {}, {}, {}
-    for name in SET_NAMES:
+    for name in SET_NAMES:  # one file's bytes at a time: hashed, checked, then parsed
         references[name] = read_reference(reference_dir, name)
-        pred_path = predictions_dir / f"{name}.parquet"
-        predictions[name] = _read_parquet(pred_path, name, "predictions")
+        data = (predictions_dir / f"{name}.parquet").read_bytes()
+        if report is not None:
+            check_file(predictions_dir, report, f"{name}.parquet", data)
+        predictions[name] = _read_parquet(io.BytesIO(data), name, "predictions", predictions_dir / f"{name}.parquet")
         hashes[name] = {"reference": sha256_file(reference_dir / f"{name}.parquet"),
-                        "predictions": sha256_file(pred_path)}
+                        "predictions": sha256_bytes(data)}
+        del data
+    provenance = provenance_of(report)
     frames, warnings = frames_from(references, predictions, where=str(predictions_dir))
-    return frames, warnings, hashes
+    if not provenance["verified"]:
+        warnings.insert(0, f"predictions of {predictions_dir} not verified (score --unverified): "
+                           "no check that the ingestion wrote them")
+    return Inputs(frames, warnings, hashes, provenance)
 
 
 def frames_from(references, predictions, where="predictions"):
@@ -282,6 +299,6 @@ def frames_from(references, predictions, where="predictions"):
         if clean is not None and not problems:
             frames[name] = _frame(references[name], clean)
     if problems:
-        raise ChallengeError(f"invalid predictions in {where} ({len(problems)} problem"
+        raise SubmissionFailed(f"invalid predictions in {where} ({len(problems)} problem"
                              f"{'s' * (len(problems) > 1)}):\n" + "\n".join(problems))
     return frames, warnings

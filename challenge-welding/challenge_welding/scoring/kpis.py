@@ -26,18 +26,24 @@ def uncertainty_kpi(uop, ece_ko, ece_ok, w_ko, w_ok, calib_factor):
                                                           + w_ok * np.asarray(ece_ok))))
 
 
+def robustness_weights(weights, present):
+    """The weights a_x of the perturbation types ``present``, renormalised to sum to 1 ({} when none)."""
+    present = [x for x in weights if x in present]
+    total = sum(weights[x] for x in present)
+    return {x: weights[x] / total for x in present} if present and total > 0 else {}
+
+
 def robustness_kpi(r, weights):
     """``I_rob = sum_x a_x r_x`` over the perturbation types present in ``r``.
 
     ``r`` maps type -> r_x; a type missing from ``r`` (not in the data) is left
-    out and the weights of the others are renormalised to sum to 1. No type at
-    all -> 0.
+    out and the weights of the others are renormalised to sum to 1
+    (:func:`robustness_weights`). No type at all -> 0.
     """
-    present = [x for x in weights if x in r]
-    total = sum(weights[x] for x in present)
-    if not present or total <= 0:
+    a = robustness_weights(weights, r)
+    if not a:
         return 0.0
-    return _clip(sum(weights[x] * np.asarray(r[x]) for x in present) / total)
+    return _clip(sum(a[x] * np.asarray(r[x]) for x in a))
 
 
 def ood_kpi(auc_syn, auc_real, w_syn, w_real):
@@ -56,7 +62,7 @@ def drift_kpi(op_d, auc_d, alpha_op, alpha_ood, k_op):
 
 
 def raw_kpis(c, r, config):
-    """The six raw KPIs from the criteria ``c`` (keys of constants.CRITERIA_KEYS) and ``r``
+    """The six raw KPIs from the criteria ``c`` (keys of scoring.registry.CRITERIA_KEYS) and ``r``
     ({perturbation type present: r_x})."""
     k = config["kpis"]
     p, u, g, d, o = k["perf"], k["uncertainty"], k["generalization"], k["drift"], k["ood"]
@@ -70,6 +76,3 @@ def raw_kpis(c, r, config):
         "drift": drift_kpi(c["op_d"], c["ood_d"], d["alpha_op"], d["alpha_ood"], d["k_op"]),
     }
 
-
-# perturbation type -> scores.json key of its r_x
-ROBUSTNESS_KEYS = {"blur": "r_blur", "luminance": "r_lum", "rotation": "r_rot", "translation": "r_trans"}

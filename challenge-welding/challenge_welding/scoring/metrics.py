@@ -126,6 +126,24 @@ def seam_weighted_cost(costs, seams, seam_weights, sample_weight=None, undefined
     return result[..., 0] if one_d else result
 
 
+def seam_sample_weights(seams, seam_weights):
+    """Per-sample weights ``v_k`` whose plain mean is the seam-weighted mean: ``mean_k v_k c_k = C``.
+
+    ``v_k = N w_s / (n_s sum_{s present} w_s)`` for sample k of seam s (codes as in
+    :func:`seam_weighted_cost`). Used to split C into per-sample shares (the
+    excess-cost retention curve). No sample -> an empty array.
+    """
+    seams = np.asarray(seams, dtype=np.int64)
+    n = len(seams)
+    if n == 0:
+        return np.zeros(0)
+    seam_weights = np.asarray(seam_weights, dtype=float)
+    counts = np.bincount(seams, minlength=len(seam_weights)).astype(float)
+    present = counts > 0
+    total = seam_weights[present].sum()
+    return n * seam_weights[seams] / (counts[seams] * total)
+
+
 def operational_cost(c_pred, c_ideal, c_human, undefined=None):
     """Normalised operational cost ``OP = (C(yhat) - C(ideal)) / (C(human) - C(ideal))``.
 

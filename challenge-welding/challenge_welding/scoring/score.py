@@ -1,9 +1,10 @@
-"""The scoring shell: read, validate, compute, and write scores.json, details.json and the page.
+"""The scoring shell: read, verify, validate and compute scores.json and details.json.
 
-``score(reference_dir, predictions_dir, output_dir)`` is what the CLI's
-``score`` command and the Codabench scoring program run. The numbers come from
-the functional core (``criteria.compute``); this module only does I/O and
-assembles ``details.json`` (schema in the team guide).
+``score_predictions`` gives the scores and the details (no file written);
+``challenge_welding.pipeline.score`` (the CLI's ``score``, ``evaluate`` and the
+Codabench scoring program) writes them with the extras and the page. The
+numbers come from the functional core (``criteria.compute``); this module only
+does I/O and assembles ``details.json``. It never imports ``report``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import platform
 import sys
 import warnings as _warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,19 +24,12 @@ from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_
 from challenge_welding.errors import ChallengeError
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
-from challenge_welding.scoring.criteria import Notes, compute, prepare
-from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.kpis import ROBUSTNESS_KEYS
+from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
+from challenge_welding.scoring.disclosure import hide_small
+from challenge_welding.scoring.kpis import robustness_weights
+from challenge_welding.scoring.inputs import read_inputs
+from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
-# which criteria feed which KPI (for details.json and the page)
-KPI_CRITERIA = {
-    "perf": ("op", "ml", "time_p95"),
-    "uncertainty": ("uop", "ucalib_ko", "ucalib_ok"),
-    "robustness": ("r_blur", "r_lum", "r_rot", "r_trans"),
-    "ood": ("ood_syn", "ood_real"),
-    "generalization": ("op_g", "ml_g"),
-    "drift": ("op_d", "ood_d"),
-}
 SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
 
 
@@ -59,36 +54,7 @@ def resolve_config(reference_dir, config_path, warnings):
 
 
 def _metric_card(config, config_file, hashes):
-    ml, u, t = config["ml"], config["kpis"]["uncertainty"], config["time"]
-    ml_name = {"binary": f"F-beta of {ml['pos_label']}", "macro": "macro F-beta (KO, OK)",
-               "precision": f"precision of {ml['pos_label']}"}[ml["average"]]
-    ml_params = {"beta": ml["beta"], "average": ml["average"], "pos_label": ml["pos_label"],
-                 "zero_division": ml["zero_division"], "UNKNOWN": "counts as not predicted positive"}
-    cost_params = {"cost": config["cost"], "seam_weights": config["seam_weights"],
-                   "default_seam_weight": config["default_seam_weight"]}
-    metrics = [
-        {"name": "OP", "set": "performance",
-         "formula": "(C(yhat) - C(ideal)) / (C(human) - C(ideal)); C = sum_s w_s mean_{k in s} cost / sum_s w_s",
-         "parameters": {**cost_params, "ideal": "true class (UNKNOWN if labelled OOD)", "human": "UNKNOWN"}},
-        {"name": "ML", "set": "performance", "formula": ml_name, "parameters": ml_params},
-        {"name": "time_p95", "set": "performance", "formula": "percentile of per-image predict time (s)",
-         "parameters": {"percentile": t["percentile"], "method": t["method"]}},
-        {"name": "UOP", "set": "performance",
-         "formula": "(C(yhat) - C_soft(p)) / (C(yhat) - C(ideal)); if C(yhat) - C(ideal) < tol (C(human) - "
-                    "C(ideal)): 1 - (C_soft - C(ideal)) / (C(human) - C(ideal))",
-         "parameters": {"tol": u["degenerate_tol"]}},
-        {"name": "ECE", "set": "performance (true-KO and true-OK subsets)",
-         "formula": "sum_m |B_m|/N |acc(B_m) - conf(B_m)|, conf = max(p_KO, p_OK)/(p_KO + p_OK)",
-         "parameters": {"bins": u["ece_bins"], "binning": "equal width [m/M, (m+1)/M), last closed, empty skipped",
-                        "w_ko": u["w_ko"], "w_ok": u["w_ok"], "calib_factor": u["calib_factor"]}},
-        {"name": "r_x", "set": "robustness",
-         "formula": "trapezoid area of ML over the level axis / axis length (level 0 = clean rows)",
-         "parameters": {"weights": config["kpis"]["robustness"]["weights"], "ML": ml_name}},
-        {"name": "AUROC", "set": "ood_real, ood_synthetic, drift",
-         "formula": "P(s_ood > s_in) + 0.5 P(s_ood = s_in)",
-         "parameters": {"ties": "averaged", "constant or single class": 0.5}},
-        {"name": "OP_g, ML_g", "set": "generalization", "formula": "as OP and ML", "parameters": cost_params},
-        {"name": "OP_d", "set": "drift", "formula": "OP over the samples not labelled OOD", "parameters": {}},
+    metrics = metric_card_rows(config) + [
         {"name": "rescaling", "set": "all",
          "formula": "piecewise linear through (0,0), (alpha1,beta1), (alpha2,beta2), (1,1)",
          "parameters": {"beta1": config["rescaling"]["beta1"], "beta2": config["rescaling"]["beta2"]}},
@@ -128,25 +94,25 @@ def _set_details(prep, result, hashes):
     return out
 
 
-def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True,
-             draws=None):
+def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True,
+                 draws=None):
     """(scores, details) from validated frames; details without extras.
 
     ``draws``: a dict that receives the bootstrap's per-resample values (scoring.draws), if given.
     """
     warnings = list(warnings)
     prep = prepare(frames, config)
-    notes = Notes()
+    cases = UndefinedCases()
     with np.errstate(all="ignore"), _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
-        res = compute(prep, config, notes=notes)
+        res = compute(prep, config, cases=cases)
     c = {k: number(v) for k, v in res["criteria"].items()}
     scores = {"score": number(res["score"]), **{k: number(res["rescaled"][k]) for k in KPI_KEYS},
               **{k: c[k] for k in CRITERIA_KEYS}}
     assert tuple(scores) == SCORE_KEYS
     boot_cfg = config["extras"]["bootstrap"]
-    boot_notes = Notes()
-    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_notes)
+    boot_cases = UndefinedCases()
+    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_cases)
           if with_bootstrap else None)
     if draws is not None and ci is not None:
         draws.update(ci["values"])
@@ -156,7 +122,7 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
 
     weights = config["kpis"]["robustness"]["weights"]
     present = res["robustness_present"]
-    total = sum(weights[x] for x in present) or 1.0
+    used = robustness_weights(weights, present)  # the KPI's own renormalisation
     if len(present) < len(weights):
         warnings.append(f"perturbation types absent from the robustness set: "
                         f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
@@ -176,15 +142,19 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
                      "alpha1": config["rescaling"]["alpha"][k]["alpha1"],
                      "alpha2": config["rescaling"]["alpha"][k]["alpha2"],
                      "rescaling": res["modes"][k], "weight": config["final_weights"][k],
-                     "criteria": {ck: c[ck] for ck in KPI_CRITERIA[k]}} for k in KPI_KEYS},
+                     "criteria": {ck: c[ck] for ck in kpi_criteria(k)}} for k in KPI_KEYS},
         "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
         "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
-        "robustness": {x: {"levels": [number(v) for v in levels], "ml": [number(v) for v in ml],
-                           "r": c[ROBUSTNESS_KEYS[x]], "weight": number(weights[x] / total)}
-                       for x, (levels, ml) in res["curves"].items()},
+        # ML per level published only for levels of >= min_samples samples (disclosure)
+        "robustness": {x: {"levels": [number(v) for v in levels],
+                           "ml": hide_small(counts, config["disclosure"]["min_samples"],
+                                            [number(v) for v in ml])[0],
+                           "n": [int(k) for k in counts],
+                           "r": c[ROBUSTNESS_KEYS[x]], "weight": number(used[x])}
+                       for x, (levels, ml, counts) in res["curves"].items()},
         "time": {"p95": c["time_p95"], "median": number(np.median(times)) if len(times) else 0.0,
                  "n": int(len(times))},
-        "undefined_cases": notes.records + [r for r in boot_notes.records if r not in notes.records],
+        "undefined_cases": cases.records + [r for r in boot_cases.records if r not in cases.records],
         "warnings": warnings,
         "extras": {},
         "metric_card": _metric_card(config, config_file, hashes or {}),
@@ -193,61 +163,61 @@ def evaluate(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warni
     return scores, details
 
 
-def _write(path: Path, text: str):
-    if path.name == "metadata":  # Codabench reserves this name in the output folder
+def write_output(path, text: str):
+    """Write one output file atomically (never a file named 'metadata': Codabench reserves it)."""
+    path = Path(path)
+    if path.name == "metadata":
         raise ChallengeError("refusing to write a file named 'metadata' into the output")
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None, draws_path=None) -> dict:
-    """Score PRED against DIR; write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
+def details_json(details: dict) -> str:
+    return json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n"
 
-    ``draws_path``: also write the per-resample values there (scoring.draws; not inside OUT).
 
-    Returns the scores.json content. Raises ChallengeError (non-zero exit in
-    the CLI) when a set is missing or an input is invalid.
+@dataclass
+class Scored:
+    """The result of scoring a prediction folder: what is written, and what the report reads."""
+
+    scores: dict   # scores.json content
+    details: dict  # details.json content (extras still empty)
+    frames: dict   # the merged frames (for the extras)
+    config: dict   # the validated config
+    draws: dict    # the bootstrap's per-resample values {"score": (B,), kpi: (B,)} (organisers only)
+    reference_sha256: dict  # {set: sha256 of the reference file}, the draws' fingerprint
+
+
+def score_predictions(reference_dir, predictions_dir, config_path=None, verify=True) -> Scored:
+    """Read, verify (scoring.provenance, unless ``verify`` is False) and score PRED against DIR; no file written.
+
+    Raises SubmissionFailed when the predictions are missing, unverified or
+    invalid, ChallengeError when the reference data or the config is bad.
     """
     warnings: list = []
     config_file = resolve_config(reference_dir, config_path, warnings)
     config = load_config(config_file)
-    frames, input_warnings, hashes = read_frames(reference_dir, predictions_dir)
-    warnings += input_warnings
-    values = {} if draws_path is not None else None
-    if draws_path is not None:  # a usage error before any work
-        from challenge_welding.scoring.draws import check_unpublished
-        check_unpublished(draws_path, output_dir)
-    scores, details = evaluate(frames, config, hashes, config_file, warnings, draws=values)
+    inputs = read_inputs(reference_dir, predictions_dir, verify)
+    values: dict = {}
+    scores, details = score_frames(inputs.frames, config, inputs.hashes, config_file, warnings + inputs.warnings,
+                                   draws=values)
+    details["provenance"] = inputs.provenance
+    return Scored(scores, details, inputs.frames, config, values,
+                  {n: h["reference"] for n, h in inputs.hashes.items()})
+
+
+def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
+    """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
+
+    ``challenge_welding.pipeline.score`` is the whole output (extras and the page too).
+    """
+    scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # scores first: whatever happens in the report, the score is not lost
-    _write(out / "scores.json", json.dumps(scores, indent=1) + "\n")
-    if draws_path is not None:
-        from challenge_welding.scoring import draws
-
-        draws.save(draws_path, draws.build(values, scores, {n: h["reference"] for n, h in hashes.items()}, config),
-                   published_dir=out)
-    from challenge_welding.report.extras import compute_extras
-    from challenge_welding.report.html import render_report
-
-    try:
-        details["extras"] = compute_extras(frames, config)
-    except Exception as exc:  # the extras never change the score: report the failure, keep going
-        details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
-    _write(out / "details.json", json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n")
-    try:
-        page = render_report(details, frames, config)
-    except Exception as exc:
-        details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
-        _write(out / "details.json", json.dumps(details, indent=1, default=_json_default) + "\n")
-        page = ("<!doctype html><html><head><meta charset='utf-8'><title>Detailed results</title></head><body>"
-                f"<h1>Score {scores['score']:.2f}</h1><p>The detailed page could not be rendered: "
-                f"{type(exc).__name__}.</p><pre>{json.dumps(scores, indent=1)}</pre></body></html>")
-    _write(out / "detailed_results.html", page)
-    for w in details["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
-    return scores
+    write_output(out / "scores.json", json.dumps(scored.scores, indent=1) + "\n")
+    write_output(out / "details.json", details_json(scored.details))
+    return scored.scores
 
 
 def _json_default(obj):

@@ -41,6 +41,7 @@ import pandas as pd
 
 from challenge_welding.constants import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
 from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
 KO, OK, UNKNOWN = 0, 1, 2
 
@@ -164,7 +165,8 @@ def virtual_predictions(references: dict, kind: str, seed: int = 0) -> dict:
 
 
 def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
-    """Write PRED/<set>.parquet for the six sets and PRED/ingestion.json; return PRED."""
+    """Write PRED/<set>.parquet for the six sets and PRED/ingestion.json (status ok, origin
+    "virtual", the manifest of the six files); return PRED."""
     from challenge_welding.scoring.inputs import read_reference
 
     if kind not in VIRTUAL_KINDS:
@@ -177,9 +179,11 @@ def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
         tmp = out / f".{name}.parquet.tmp"
         frame.to_parquet(tmp, index=False)
         tmp.replace(out / f"{name}.parquet")
-    info = {"status": "ok", "virtual": kind, "seed": int(seed),
+    # the same report as the ingestion's, manifest included: virtual predictions stay scorable
+    info = {"status": "ok", "origin": "virtual", "virtual": kind, "seed": int(seed),
+            "manifest": manifest_of(out, [f"{name}.parquet" for name in predictions]),
             "counts": {name: len(f) for name, f in predictions.items()},
             "timings": {}, "warnings": [], "errors": [],
             "note": "virtual reference solution built from the labels; compute_time set to 0"}
-    (out / "ingestion.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    (out / REPORT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
     return out

@@ -1,0 +1,89 @@
+"""The rules of one prediction row, shared by the ingestion (ingestion.validate, per batch) and the
+scoring (scoring.inputs, per set), so that both treat a value the same way.
+
+Pure functions over numpy arrays; each returns masks (which rows break which
+rule) and the cleaned values, and the caller words the message (sample, set,
+column). The rules (what the challenge announced to participants, SPEC "Inputs"):
+
+- ``predicted_state`` in KO, OK, UNKNOWN; case and surrounding whitespace are
+  normalised (a warning); anything else is an error.
+- probabilities ``[p_KO, p_OK, p_UNKNOWN]``: missing -> one-hot of the state; NaN,
+  infinite or negative -> error; a row summing to 0 -> error; a row off 1 by
+  more than ``PROBA_SUM_TOL`` -> renormalised (a warning).
+- OOD score ``s >= 0``: missing -> 0; NaN or infinite -> error; negative ->
+  clipped to 0 (a warning): one rule for both, chosen so that an answer the
+  ingestion accepted is scored as it was accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from challenge_welding.constants import STATES
+
+PROBA_SUM_TOL = 1e-3  # a probability row off 1 by more than this is renormalised (with a warning)
+PROBA_SUM_TOL_TEXT = np.format_float_scientific(PROBA_SUM_TOL, trim="-", exp_digits=1)  # "1e-3" in messages
+
+
+def label_codes(values, names=STATES):
+    """(codes into ``names``, -1 for an invalid label; mask of labels normalised by case/whitespace).
+
+    Hash lookups (pandas Index): fast on 10^6 rows. A label that is not a string is invalid.
+    """
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    index = pd.Index(list(names))
+    try:
+        codes = index.get_indexer(values).astype(np.int16)
+    except TypeError:  # unhashable labels (a list, a dict): only strings can be labels
+        codes = index.get_indexer(values.map(lambda v: v if isinstance(v, str) else None)).astype(np.int16)
+    renamed = np.zeros(len(values), dtype=bool)
+    miss = np.flatnonzero(codes < 0)
+    if miss.size:
+        text = values.iloc[miss]
+        is_str = text.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        again = np.asarray(index.get_indexer(text.map(lambda v: v.strip().upper() if isinstance(v, str) else None)))
+        ok = (again >= 0) & is_str
+        codes[miss[ok]] = again[ok]
+        renamed[miss[ok]] = True
+    return codes, renamed
+
+
+@dataclass
+class ProbabilityCheck:
+    """Per cell: NaN, infinite, negative; per row: sum 0, renormalised; and the cleaned rows."""
+
+    nan: np.ndarray           # (n, 3)
+    inf: np.ndarray           # (n, 3)
+    negative: np.ndarray      # (n, 3)
+    zero_sum: np.ndarray      # (n,)
+    renormalised: np.ndarray  # (n,) valid rows off 1 by more than PROBA_SUM_TOL
+    values: np.ndarray        # (n, 3) the rows, renormalised where off
+
+    @property
+    def bad(self):
+        """Rows that are an error."""
+        return (self.nan | self.inf | self.negative).any(axis=1) | self.zero_sum
+
+
+def check_probabilities(values) -> ProbabilityCheck:
+    """Check (n, 3) probability rows; rows off 1 by more than PROBA_SUM_TOL are renormalised, others kept."""
+    values = np.asarray(values, dtype=float).reshape(-1, 3)
+    nan, inf, negative = np.isnan(values), np.isinf(values), values < 0
+    total = values.sum(axis=1)
+    finite = np.isfinite(total)
+    zero_sum = finite & (total == 0)
+    off = finite & ~zero_sum & ~negative.any(axis=1) & (np.abs(total - 1) > PROBA_SUM_TOL)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cleaned = np.where(off[:, None], values / np.where(off, total, 1.0)[:, None], values)
+    return ProbabilityCheck(nan, inf, negative, zero_sum, off, cleaned)
+
+
+def check_ood_scores(values):
+    """(non-finite mask, negative mask, scores with negatives clipped to 0)."""
+    values = np.asarray(values, dtype=float)
+    non_finite = ~np.isfinite(values)
+    negative = ~non_finite & (values < 0)
+    return non_finite, negative, np.where(negative, 0.0, values)
