@@ -86,7 +86,9 @@ def test_good_submission_with_its_own_numpy(tmp_path, input_data, env_cache):
 def test_exclusive_predict_gives_the_same_predictions(tmp_path, input_data, env_cache):
     report, out = run(tmp_path, input_data, env_cache, exclusive_predict=True, warmup=False)
     assert report["status"] == "ok", report["errors"]
-    assert report["options"]["exclusive_predict"] is True and "warmup_s" not in report["timings"]
+    # the option now names the sets without decoding during predict: True means all of them
+    assert report["options"]["exclusive_predict"] == "all" and "warmup_s" not in report["timings"]
+    assert all(t["exclusive"] for t in report["timings"]["sets"].values())
     check_good_predictions(out)
 
 
