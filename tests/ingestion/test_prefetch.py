@@ -52,9 +52,10 @@ def test_exclusive_mode_never_decodes_during_predict(tmp_path):
     batches = [paths[i:i + 2] for i in range(0, 12, 2)]
     stats = DecodeStats()
     predicts = []
-    pre = Prefetcher(batches, workers=2, lookahead=1, stats=stats)
+    pre = Prefetcher(batches, workers=2, lookahead=1, stats=stats, ahead=False)
     for batch in pre:
-        pre.settle()
+        # while batch k is "predicted", exactly its images and those before were decoded
+        assert stats.images == 2 * (batch.index + 1)
         t0 = time.perf_counter()
         time.sleep(0.02)  # the "predict" call
         predicts.append((t0, time.perf_counter()))

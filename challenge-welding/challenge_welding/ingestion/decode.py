@@ -97,12 +97,16 @@ class Prefetcher:
     that even the first batch uses every core; one assembler thread then writes
     each batch, in order, into its own buffer. The consumer owns each yielded
     batch's buffer (hands it over, then closes it); at most ``lookahead`` batches
-    wait decoded, so the memory held is bounded.
+    wait decoded, so the memory held is bounded. With ``ahead=False`` the next batch
+    is decoded only once the consumer asks for it: while a batch is being predicted,
+    no decoding runs and no later batch exists anywhere in our process.
     """
 
     def __init__(self, batches: list[list[str]], workers: int, lookahead: int,
-                 stats: DecodeStats | None = None, buffer_dirs: list[str] | None = None):
+                 stats: DecodeStats | None = None, buffer_dirs: list[str] | None = None,
+                 ahead: bool = True):
         self.batches = batches
+        self.ahead = ahead
         self.stats = stats if stats is not None else DecodeStats()
         self.lookahead = max(1, lookahead)
         self.buffer_dirs = buffer_dirs
@@ -126,15 +130,11 @@ class Prefetcher:
             t0 = time.perf_counter()
             batch = self.pending.popleft().result()
             self.wait_s += time.perf_counter() - t0
-            self._submit()
+            if self.ahead:
+                self._submit()
             yield batch
-
-    def settle(self) -> None:
-        """Wait until every batch submitted so far is decoded (no decoding during predict)."""
-        t0 = time.perf_counter()
-        for fut in list(self.pending):
-            fut.exception()  # waits; errors surface when the batch is consumed
-        self.wait_s += time.perf_counter() - t0
+            if not self.ahead:  # the consumer is done with this batch: decode the next now
+                self._submit()
 
     def close(self) -> None:
         for fut in self.pending:

@@ -7,8 +7,9 @@ Timing. A batch's time is measured by the parent (Child.handover), from handing
 the batch over to receiving its answer, divided by the batch's size: the
 per-image ``compute_time``. Where that time is scored (the performance set,
 :data:`TIMED_SETS`), no decoding runs during a call: the next batch is decoded
-between calls, so our own CPU use never lengthens the submission's measured
-time. Elsewhere decoding overlaps predict() to keep the run short.
+after the answer came back, so our own CPU use never lengthens the submission's
+measured time, and the next batch's pixels do not exist yet while predict()
+runs. Elsewhere decoding overlaps predict() to keep the run short.
 
 Warm-up. Before the first timed call, one untimed call on a synthetic batch
 (noise images with the first batch's shapes and metadata) leaves lazy
@@ -107,12 +108,13 @@ def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str]
     states, probs, ood = [], [], []
     times, child_times = np.empty(n), np.empty(n)
     notes, stats = Notes(), DecodeStats()
-    # exclusive: decode only between calls (one batch ahead) so that the measured time never
-    # shares the CPU with our decoding; otherwise keep every core busy ahead of the child
-    lookahead = 1 if exclusive else workers + 1
+    # exclusive: decode a batch only after the previous answer came back, so that the measured
+    # time never shares the CPU with our decoding and no later batch exists while predict()
+    # runs; otherwise keep every core busy decoding ahead of the child
     timings: dict = {}
     t_start = time.perf_counter()
-    prefetch = Prefetcher(batches, workers, lookahead, stats)
+    prefetch = Prefetcher(batches, workers, 1 if exclusive else workers + 1, stats,
+                          ahead=not exclusive)
     try:
         for batch in prefetch:
             try:
@@ -123,8 +125,6 @@ def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str]
                 b_meta = meta[lo:lo + len(batch.items)]
                 msg = batch_message("batch", batch.index, batch.items, batch.buffer.size, b_meta,
                                     child.device)
-                if exclusive:
-                    prefetch.settle()
                 if first:  # before the run's first timed call
                     first = False
                     if warmup:
