@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 
 from challenge_welding.ingestion.decode import DecodeStats, Prefetcher, read_rgb
+from challenge_welding.ingestion.protocol import BufferPool
 
 
 def make_jpegs(folder, n):
@@ -24,7 +25,7 @@ def make_jpegs(folder, n):
 def test_batches_come_in_order_as_rgb_in_their_own_buffers(tmp_path):
     paths = make_jpegs(tmp_path, 10)
     batches = [paths[i:i + 3] for i in range(0, 10, 3)]
-    pre = Prefetcher(batches, workers=2, lookahead=3)
+    pre = Prefetcher(batches, BufferPool(), workers=2, lookahead=3)
     seen, buffers = [], []
     for batch in pre:
         # what the child maps: the buffer's descriptor, read independently of our mapping
@@ -41,7 +42,7 @@ def test_batches_come_in_order_as_rgb_in_their_own_buffers(tmp_path):
         buffers.append(batch.buffer)
     pre.close()
     assert seen == [0, 1, 2, 3]
-    # a new buffer per batch, never a reused one (all four still open: distinct files)
+    # a buffer per batch (none was given back, so none was reused: four distinct files)
     assert len({os.fstat(b.fd).st_ino for b in buffers}) == 4
     for b in buffers:
         b.close()
@@ -52,7 +53,7 @@ def test_exclusive_mode_never_decodes_during_predict(tmp_path):
     batches = [paths[i:i + 2] for i in range(0, 12, 2)]
     stats = DecodeStats()
     predicts = []
-    pre = Prefetcher(batches, workers=2, lookahead=1, stats=stats, ahead=False)
+    pre = Prefetcher(batches, BufferPool(), workers=2, lookahead=1, stats=stats, ahead=False)
     for batch in pre:
         # while batch k is "predicted", exactly its images and those before were decoded
         assert stats.images == 2 * (batch.index + 1)

@@ -74,3 +74,37 @@ def test_full_hd_batch_on_a_small_tmpfs_goes_to_the_fallback_without_sigbus(smal
 def test_no_room_anywhere_is_one_clear_error(small_tmpfs):
     with pytest.raises(OSError, match="no room for a 59 MiB image buffer"):
         BatchBuffer(FULL_HD_BATCH, dirs=[str(small_tmpfs)])
+
+
+def test_a_buffer_is_reused_only_when_nobody_else_holds_it():
+    import sys
+
+    from challenge_welding.ingestion.protocol import BufferPool
+    from challenge_welding.ingestion.reaper import holds
+
+    pool = BufferPool()
+    buf = pool.take(1000)
+    code = ("import mmap, os, sys, time; fd = int(sys.argv[1]); m = mmap.mmap(fd, {n}) "
+            "if sys.argv[2] == 'map' else None; {close}print('ready', flush=True); time.sleep(60)")
+    for how, close in (("map", "os.close(fd); "), ("fd", "")):
+        proc = subprocess.Popen([sys.executable, "-c", code.format(n=buf.size, close=close),
+                                 str(buf.fd), how], pass_fds=(buf.fd,), stdout=subprocess.PIPE,
+                                text=True)
+        try:
+            assert proc.stdout.readline() == "ready\n"
+            assert holds(buf.ident, [proc.pid]), how  # a mapping, or a descriptor only
+        finally:
+            proc.kill()
+            proc.wait()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not holds(buf.ident, [other.pid])
+    finally:
+        other.kill()
+        other.wait()
+    pool.give_back(buf, held=False)
+    assert pool.take(500) is buf and pool.reused == 1  # fits: reused as it is
+    pool.give_back(buf, held=True)  # still held by the submission: never reused, closed here
+    assert buf.fd == -1 and pool.free == []
+    assert pool.take(500) is not buf and pool.made == 2
+    pool.close()

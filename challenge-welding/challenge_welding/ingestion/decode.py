@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from challenge_welding.errors import ChallengeError
-from challenge_welding.ingestion.protocol import BatchBuffer, layout
+from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
 
 
 def read_rgb(path: str | Path) -> np.ndarray:
@@ -65,18 +65,17 @@ class DecodeStats:
         return image
 
 
-def assemble(index: int, images, buffer_dirs: list[str] | None = None) -> DecodedBatch:
-    """Wait for a batch's decoded BGR images and write them, as RGB, into a new buffer."""
+def assemble(index: int, images, pool: BufferPool) -> DecodedBatch:
+    """Wait for a batch's decoded BGR images and write them, as RGB, into a buffer."""
     bgr = [f.result() if hasattr(f, "result") else f for f in images]
     items, nbytes = layout([im.shape[:2] for im in bgr])
     try:
-        buffer = BatchBuffer(nbytes, buffer_dirs)
+        buffer = pool.take(nbytes)
     except OSError as exc:  # the evaluator's machine, not the submission: stop with a clear line
         raise ChallengeError(f"cannot hold batch {index + 1}'s images in memory: {exc}") from None
     try:
         for im, (off, h, w) in zip(bgr, items):
             cv2.cvtColor(im, cv2.COLOR_BGR2RGB, dst=buffer.view(off, h, w))
-        buffer.unmap()  # written: the parent never reads it again, the descriptor holds it
     except BaseException:
         buffer.close()
         raise
@@ -95,21 +94,20 @@ class Prefetcher:
 
     Images are decoded one per task on ``workers`` threads, in batch order, so
     that even the first batch uses every core; one assembler thread then writes
-    each batch, in order, into its own buffer. The consumer owns each yielded
-    batch's buffer (hands it over, then closes it); at most ``lookahead`` batches
+    each batch, in order, into a buffer of ``pool``. The consumer owns each yielded
+    batch's buffer (hands it over, then gives it back or closes it); at most ``lookahead`` batches
     wait decoded, so the memory held is bounded. With ``ahead=False`` the next batch
     is decoded only once the consumer asks for it: while a batch is being predicted,
     no decoding runs and no later batch exists anywhere in our process.
     """
 
-    def __init__(self, batches: list[list[str]], workers: int, lookahead: int,
-                 stats: DecodeStats | None = None, buffer_dirs: list[str] | None = None,
-                 ahead: bool = True):
+    def __init__(self, batches: list[list[str]], pool: BufferPool, workers: int, lookahead: int,
+                 stats: DecodeStats | None = None, ahead: bool = True):
         self.batches = batches
+        self.pool = pool
         self.ahead = ahead
         self.stats = stats if stats is not None else DecodeStats()
         self.lookahead = max(1, lookahead)
-        self.buffer_dirs = buffer_dirs
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="decode")
         self.assembler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble")
@@ -121,7 +119,7 @@ class Prefetcher:
         while len(self.pending) < self.lookahead and self.next_index < len(self.batches):
             i = self.next_index
             images = [self.executor.submit(self.stats.timed_read, p) for p in self.batches[i]]
-            self.pending.append(self.assembler.submit(assemble, i, images, self.buffer_dirs))
+            self.pending.append(self.assembler.submit(assemble, i, images, self.pool))
             self.next_index += 1
 
     def __iter__(self):
@@ -141,7 +139,7 @@ class Prefetcher:
             fut.cancel()
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.assembler.shutdown(wait=True)
-        for fut in self.pending:  # batches decoded but never consumed: free their buffers
+        for fut in self.pending:  # batches decoded but never handed over: reuse their buffers
             if fut.done() and not fut.cancelled() and fut.exception() is None:
-                fut.result().buffer.close()
+                self.pool.give_back(fut.result().buffer, held=False)
         self.pending.clear()

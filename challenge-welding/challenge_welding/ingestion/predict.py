@@ -31,7 +31,7 @@ import numpy as np
 
 from challenge_welding.ingestion.decode import DecodeStats, Prefetcher
 from challenge_welding.ingestion.process import Child, ChildFault
-from challenge_welding.ingestion.protocol import BatchBuffer, layout
+from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
 from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
 from challenge_welding.scoring.metrics import time_percentile
 
@@ -59,38 +59,51 @@ def batch_message(op: str, index: int, items, size: int, meta, device) -> dict:
             "device": device}
 
 
-def synthetic_buffer(items, nbytes: int, seed: int = 0) -> BatchBuffer:
+def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> BatchBuffer:
     """Noise images laid out as ``items``: the warm-up batch, no evaluation pixel in it."""
-    buffer = BatchBuffer(nbytes)
+    buffer = pool.take(nbytes)
     rng = np.random.default_rng(seed)
     for off, h, w in items:
         buffer.view(off, h, w)[:] = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-    buffer.unmap()
     return buffer
 
 
-def handover_overhead(child: Child, items, timeout: float | None,
+def handover(child: Child, pool: BufferPool, msg: dict, buffer: BatchBuffer,
+             timeout: float | None, what: str, limit: str = "the per-batch time limit"):
+    """Child.handover, then the buffer back to the pool (or closed when still held)."""
+    try:
+        res, seconds = child.handover(msg, buffer, timeout, what, limit)
+    except BaseException:
+        buffer.close()
+        raise
+    pool.give_back(buffer, child.holds(buffer))
+    return res, seconds
+
+
+def handover_overhead(child: Child, pool: BufferPool, items, timeout: float | None,
                       rounds: int = PING_ROUNDS) -> float:
     """Median seconds of a hand-over round trip of a batch laid out as ``items``, without
     predict(): message, descriptor, mapping, views, answer."""
     nbytes = layout([(h, w) for _off, h, w in items])[1]
     seconds = []
     for i in range(rounds):
-        msg = batch_message("ping", -1 - i, items, nbytes, [], None)
-        _res, s = child.handover(msg, BatchBuffer(nbytes), timeout, "a hand-over check")
-        seconds.append(s)
+        buffer = pool.take(nbytes)
+        msg = batch_message("ping", -1 - i, items, buffer.size, [], None)
+        seconds.append(handover(child, pool, msg, buffer, timeout, "a hand-over check")[1])
     return float(np.median(seconds))
 
 
-def warm_up(child: Child, msg: dict, what: str, timeout: float | None, limit: str) -> float:
+def warm_up(child: Child, pool: BufferPool, msg: dict, what: str, timeout: float | None,
+            limit: str) -> float:
     """The untimed warm-up call on noise shaped like ``msg``'s batch; returns its seconds."""
     t0 = time.perf_counter()
-    child.handover({**msg, "id": -1}, synthetic_buffer(msg["images"], msg["size"]), timeout,
-                   f"the warm-up call before {what}", limit)
+    buffer = synthetic_buffer(pool, msg["images"], msg["size"])
+    handover(child, pool, {**msg, "id": -1, "size": buffer.size}, buffer, timeout,
+             f"the warm-up call before {what}", limit)
     return time.perf_counter() - t0
 
 
-def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str], meta: list[dict],
+def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str], paths: list[str], meta: list[dict],
                 *, batch_size: int, workers: int, exclusive: bool, first: bool, warmup: bool,
                 timeout: Callable[[], tuple[float | None, str]], percentile: dict,
                 progress: Callable[[int], None] = lambda n: None) -> SetAnswers:
@@ -113,10 +126,11 @@ def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str]
     # runs; otherwise keep every core busy decoding ahead of the child
     timings: dict = {}
     t_start = time.perf_counter()
-    prefetch = Prefetcher(batches, workers, 1 if exclusive else workers + 1, stats,
+    prefetch = Prefetcher(batches, pool, workers, 1 if exclusive else workers + 1, stats,
                           ahead=not exclusive)
     try:
         for batch in prefetch:
+            handed = False
             try:
                 lo = batch.index * batch_size
                 b_ids = sample_ids[lo:lo + len(batch.items)]
@@ -128,12 +142,13 @@ def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str]
                 if first:  # before the run's first timed call
                     first = False
                     if warmup:
-                        timings["warmup_s"] = warm_up(child, msg, what, *timeout())
-                    timings["handover_overhead_s"] = handover_overhead(child, msg["images"],
+                        timings["warmup_s"] = warm_up(child, pool, msg, what, *timeout())
+                    timings["handover_overhead_s"] = handover_overhead(child, pool, msg["images"],
                                                                        timeout()[0])
                     timings["handover_batch"] = len(msg["images"])
                 t, limit = timeout()
-                res, seconds = child.handover(msg, batch.buffer, t, what, limit)
+                handed = True  # from here on the buffer is handover()'s to free or reuse
+                res, seconds = handover(child, pool, msg, batch.buffer, t, what, limit)
                 if res.get("ignored"):
                     notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
                 try:
@@ -148,7 +163,8 @@ def predict_set(child: Child, name: str, sample_ids: list[str], paths: list[str]
                 child_times[lo:lo + len(b_ids)] = float(res.get("seconds") or 0.0) / len(b_ids)
                 progress(len(b_ids))
             except BaseException:
-                batch.buffer.close()  # not handed over: ours to free (closing twice is a no-op)
+                if not handed:
+                    batch.buffer.close()
                 raise
     finally:
         prefetch.close()

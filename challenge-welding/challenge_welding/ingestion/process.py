@@ -243,23 +243,26 @@ class Child:
         """Hand a batch over and wait for the answer; return it and the seconds it took.
 
         The clock runs from just before the message leaves to just after the answer
-        arrives: the child's own clock plays no part. The buffer is closed on our side
-        once the child said it dropped its own references ("idle"), so that freeing a
-        batch's memory never falls inside the next timed call."""
+        arrives: the child's own clock plays no part. Returns once the child said it
+        dropped its own references ("idle"); the buffer stays the caller's (see holds)."""
+        t0 = time.perf_counter()
         try:
-            t0 = time.perf_counter()
-            try:
-                self.conn.send(msg)
-                send_handle(self.conn, buffer.fd, self.proc.pid)
-            except (OSError, ValueError):
-                self._fault("predict", f"the submission {describe_exit(self.proc.poll())} "
-                                       "before receiving a batch")
-            res = self.receive(timeout, what, "predict", limit)
-            seconds = time.perf_counter() - t0
-            self.receive(timeout, what, "predict", limit)  # "idle"
-        finally:
-            buffer.close()
+            self.conn.send(msg)
+            send_handle(self.conn, buffer.fd, self.proc.pid)
+        except (OSError, ValueError):
+            self._fault("predict", f"the submission {describe_exit(self.proc.poll())} "
+                                   "before receiving a batch")
+        res = self.receive(timeout, what, "predict", limit)
+        seconds = time.perf_counter() - t0
+        self.receive(timeout, what, "predict", limit)  # "idle"
         return res, seconds
+
+    def holds(self, buffer: BatchBuffer) -> bool:
+        """Whether a process of the submission still maps the buffer or holds its descriptor."""
+        if not sys.platform.startswith("linux"):
+            return True  # cannot tell: never reuse it
+        return reaper.holds(buffer.ident, reaper.submission_processes(
+            self.proc.pid, self._since, self._before))
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the child to exit, then end it and every process the submission started."""

@@ -6,7 +6,7 @@ buffer's file descriptor to the child over the control socket (SCM_RIGHTS) and
 forgets it; the child maps the same bytes and wraps them in numpy views, so the
 images cross the process boundary without a copy.
 
-Why one buffer per batch, never reused:
+Why a buffer per batch, reused only once nobody else holds it:
 - no peeking: the buffer has no name (``memfd_create``, or a file unlinked at
   once), so the child cannot open a batch before its descriptor arrives with the
   hand-over message; the parent is made non-dumpable (see reaper.py), so the
@@ -14,7 +14,12 @@ Why one buffer per batch, never reused:
 - kept images stay valid: the child never unmaps or rewrites a batch; a mapping
   lives exactly as long as the submission holds a view on it, across batches,
   sets and resolution changes (a reused, regrown slot is what made kept images
-  crash).
+  crash);
+- speed: fresh shared pages cost about as much CPU as decoding the image (page
+  allocation, zeroing, freeing), so :class:`BufferPool` reuses a buffer once no
+  process of the submission maps it or holds a descriptor of it any more (checked
+  in /proc, see reaper.holds), which is the usual case. A buffer still held (a
+  component keeping images) is left to its holder and a new one is made.
 
 A memfd lives in RAM outside /dev/shm, so a container's 64 MB /dev/shm does not
 limit it. Without memfd (not Linux) the buffer is a file created and unlinked in
@@ -29,6 +34,7 @@ import mmap
 import os
 import secrets
 import tempfile
+import threading
 
 import numpy as np
 
@@ -82,6 +88,8 @@ class BatchBuffer:
             self.fd, self.where = _unlinked_file(size, dirs or buffer_dirs())
         self.size = size
         self.mm: mmap.mmap | None = mmap.mmap(self.fd, size)
+        st = os.fstat(self.fd)
+        self.ident = (st.st_dev, st.st_ino)  # how /proc shows it in another process
 
     def view(self, offset: int, h: int, w: int) -> np.ndarray:
         return np.ndarray((h, w, 3), dtype=np.uint8, buffer=self.mm, offset=offset)
@@ -101,6 +109,44 @@ class BatchBuffer:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+STEP = 8 << 20  # buffer sizes in 8 MiB steps, so that a buffer fits later batches too
+
+
+class BufferPool:
+    """Batch buffers to reuse: a buffer comes back only when nobody else holds it."""
+
+    def __init__(self, keep: int = 4, dirs: list[str] | None = None):
+        self.keep, self.dirs = keep, dirs
+        self.free: list[BatchBuffer] = []
+        self.lock = threading.Lock()
+        self.made = self.reused = 0
+
+    def take(self, nbytes: int) -> BatchBuffer:
+        with self.lock:
+            fits = [b for b in self.free if b.size >= nbytes and b.mm is not None]
+            if fits:
+                buffer = min(fits, key=lambda b: b.size)
+                self.free.remove(buffer)
+                self.reused += 1
+                return buffer
+            self.made += 1
+        return BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs)
+
+    def give_back(self, buffer: BatchBuffer, held: bool) -> None:
+        """``held``: a process of the submission still maps it or holds its descriptor."""
+        with self.lock:
+            if not held and buffer.mm is not None and len(self.free) < self.keep:
+                self.free.append(buffer)
+                return
+        buffer.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for buffer in self.free:
+                buffer.close()
+            self.free.clear()
 
 
 def layout(shapes: list[tuple[int, int]]) -> tuple[list[tuple[int, int, int]], int]:

@@ -151,3 +151,31 @@ def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
         time.sleep(0.01)
     killed.discard(child_pid)
     return len(killed)
+
+
+def holds(ident: tuple[int, int], pids) -> bool:
+    """Whether any of ``pids`` maps the file ``ident`` (st_dev, st_ino) or has a descriptor
+    of it. Unreadable /proc entries count as holding it (the safe answer)."""
+    dev, ino = ident
+    dev_text = f"{os.major(dev):02x}:{os.minor(dev):02x}"
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as fh:
+                for line in fh:
+                    fields = line.split(None, 5)
+                    if len(fields) >= 5 and fields[4] == str(ino).encode() \
+                            and fields[3].decode() == dev_text:
+                        return True
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:
+            continue  # the process has ended
+        except OSError:
+            return True
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile, or not a file
+            if (st.st_dev, st.st_ino) == ident:
+                return True
+    return False

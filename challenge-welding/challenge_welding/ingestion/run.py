@@ -34,6 +34,7 @@ from challenge_welding.ingestion import submission as sub
 from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
 from challenge_welding.ingestion.process import Child, ChildFault
+from challenge_welding.ingestion.protocol import BufferPool
 from challenge_welding.ingestion.write import write_json, write_set, write_sets
 
 # The starter kit's perform_grouped_inference() defaults to batch_size=10.
@@ -375,6 +376,17 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, lo
     percentile = load_config(None)["time"]
     workers = int(opt["workers"] or default_workers())
     deadline = None if not opt["total_timeout"] else time.monotonic() + float(opt["total_timeout"])
+    pool = BufferPool(keep=workers + 3)
+    try:
+        _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
+                      deadline)
+    finally:
+        pool.close()
+        report.integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
+
+
+def _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
+                  deadline) -> None:
     for k, (name, (df, paths)) in enumerate(sets.items()):
         n = len(df)
         report.sets[name] = {"status": "running", "n": n}
@@ -383,7 +395,7 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, lo
         bar = _bar(name, n, opt["progress"])
         try:
             ans = predict_set(
-                child, name, [str(s) for s in df["sample_id"]], paths, _meta(df),
+                child, pool, name, [str(s) for s in df["sample_id"]], paths, _meta(df),
                 batch_size=int(opt["batch_size"]), workers=workers, exclusive=exclusive,
                 first=k == 0, warmup=bool(opt["warmup"]), percentile=percentile,
                 timeout=lambda: _timeout(opt, deadline), progress=bar.update)
