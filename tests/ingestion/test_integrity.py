@@ -16,7 +16,7 @@ import pytest
 from challenge_welding.ingestion.decode import read_rgb
 from challenge_welding.ingestion.run import ingest
 
-from ingestion_helpers import GOOD, expected, make_submission
+from ingestion_helpers import GOOD, expected, make_input_data, make_submission
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux /proc")
 
@@ -134,19 +134,25 @@ def forged_files(folder):
     return folder
 
 
-def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, input_data, env_cache):
+def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache):
+    from challenge_welding.constants import SET_NAMES
+
+    # drift is absent from the input (skipped): a forged drift.parquet must not stay either
+    data = make_input_data(tmp_path / "data", sets=[s for s in SET_NAMES if s != "drift"])
     out, pidfile = tmp_path / "pred", tmp_path / "daemon.pid"
     forged = forged_files(tmp_path / "forged")
     component = REWRITER.replace("@OUTPUT@", str(out)).replace("@FORGED@", str(forged)) \
         .replace("@PIDFILE@", str(pidfile))
-    report, out = run(tmp_path, input_data, env_cache, component)
+    report, out = run(tmp_path, data, env_cache, component)
     assert report["status"] == "ok", report["errors"]
+    assert report["sets"]["drift"]["status"] == "skipped"
+    assert not (out / "drift.parquet").exists()
     pid = int(pidfile.read_text())
     # the daemon was found (re-parented to the ingestion) and killed before the files were written
     assert not os.path.exists(f"/proc/{pid}"), open(f"/proc/{pid}/stat").read()
     assert report["integrity"]["processes_killed"] >= 1
     names = sorted(p.name for p in out.glob("*.parquet"))
-    assert sorted(report["manifest"]) == names and len(names) == 6
+    assert sorted(report["manifest"]) == names and len(names) == 5
     time.sleep(0.3)  # had anything survived, it would rewrite the files now
     for name, digest in report["manifest"].items():
         assert sha256(out / name) == digest, name

@@ -261,7 +261,11 @@ def ingest(submission, input_data, output, **options) -> dict:
     for name in opt["sets"]:
         report.sets.setdefault(name, {"status": "not run"})
     report.status = "failed" if report.errors else "ok"
-    # every process of the submission is dead here: the files come from memory only
+    # every process of the submission is dead here: the files come from memory only, and a
+    # set file without answers can only be the submission's
+    for name in opt["sets"]:
+        if name not in answers:
+            (output / f"{name}.parquet").unlink(missing_ok=True)
     report.manifest = write_sets(output, answers)
     report.timings["total_s"] = time.perf_counter() - t_start
     write_json(output / REPORT_FILE, report.to_json())
