@@ -103,8 +103,35 @@ def warm_up(child: Child, pool: BufferPool, msg: dict, what: str, timeout: float
     return time.perf_counter() - t0
 
 
-def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str], paths: list[str], meta: list[dict],
-                *, batch_size: int, workers: int, exclusive: bool, first: bool, warmup: bool,
+def _with_what(timeout, what: str) -> tuple:
+    t, limit = timeout()
+    return t, what, limit
+
+
+def _validated(res: dict, b_ids: list[str], notes: Notes, what: str):
+    """The batch's answer checked and normalised (validate.py); ChildFault when invalid."""
+    if res.get("ignored"):
+        notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
+    try:
+        return validate_output(res["output"], b_ids, notes)
+    except OutputError as exc:
+        raise ChildFault(f"invalid output of predict() on {what}: {exc}", "", "validate") \
+            from None
+
+
+def first_call_timings(child: Child, pool: BufferPool, msg: dict, what: str, warmup: bool,
+                       timeout: Callable[[], tuple[float | None, str]]) -> dict:
+    """Before the run's first timed call: the warm-up (optional), then the hand-over
+    measurement on the same layout."""
+    timings = {"warmup_s": warm_up(child, pool, msg, what, *timeout())} if warmup else {}
+    timings["handover_overhead_s"] = handover_overhead(child, pool, msg["images"], timeout()[0])
+    timings["handover_batch"] = len(msg["images"])
+    return timings
+
+
+def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str],
+                paths: list[str], meta: list[dict], *, batch_size: int, workers: int,
+                exclusive: bool, first: bool, warmup: bool,
                 timeout: Callable[[], tuple[float | None, str]], percentile: dict,
                 progress: Callable[[int], None] = lambda n: None) -> SetAnswers:
     """Run ``child`` over one set. Raises ChildFault on the first failure.
@@ -112,60 +139,43 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
     ``timeout()`` gives the seconds left for the next call and the name of that limit;
     ``percentile`` is the scoring config's ``time`` section (q and method of the p95);
     ``progress(k)`` is called after each batch of k images. When ``first`` (the run's
-    first set), the first call is preceded by the hand-over measurement
-    (``timings["handover_overhead_s"]``) and, with ``warmup``, by the synthetic warm-up
-    call (``timings["warmup_s"]``).
+    first set), the first call is preceded by :func:`first_call_timings`.
     """
     n = len(sample_ids)
     batches = [paths[i:i + batch_size] for i in range(0, n, batch_size)]
     states, probs, ood = [], [], []
     times, child_times = np.empty(n), np.empty(n)
     notes, stats = Notes(), DecodeStats()
+    timings: dict = {}
+    t_start = time.perf_counter()
     # exclusive: decode a batch only after the previous answer came back, so that the measured
     # time never shares the CPU with our decoding and no later batch exists while predict()
     # runs; otherwise keep every core busy decoding ahead of the child
-    timings: dict = {}
-    t_start = time.perf_counter()
     prefetch = Prefetcher(batches, pool, workers, 1 if exclusive else workers + 1, stats,
                           ahead=not exclusive)
     try:
         for batch in prefetch:
-            handed = False
+            lo = batch.index * batch_size
+            b_ids = sample_ids[lo:lo + len(batch.items)]
+            what = f"set {name}, batch {batch.index + 1}/{len(batches)} " \
+                   f"(samples {b_ids[0]} .. {b_ids[-1]})"
+            msg = batch_message("batch", batch.index, batch.items, batch.buffer.size,
+                                meta[lo:lo + len(batch.items)], child.device)
             try:
-                lo = batch.index * batch_size
-                b_ids = sample_ids[lo:lo + len(batch.items)]
-                what = f"set {name}, batch {batch.index + 1}/{len(batches)} " \
-                       f"(samples {b_ids[0]} .. {b_ids[-1]})"
-                b_meta = meta[lo:lo + len(batch.items)]
-                msg = batch_message("batch", batch.index, batch.items, batch.buffer.size, b_meta,
-                                    child.device)
-                if first:  # before the run's first timed call
+                if first:
                     first = False
-                    if warmup:
-                        timings["warmup_s"] = warm_up(child, pool, msg, what, *timeout())
-                    timings["handover_overhead_s"] = handover_overhead(child, pool, msg["images"],
-                                                                       timeout()[0])
-                    timings["handover_batch"] = len(msg["images"])
-                t, limit = timeout()
-                handed = True  # from here on the buffer is handover()'s to free or reuse
-                res, seconds = handover(child, pool, msg, batch.buffer, t, what, limit)
-                if res.get("ignored"):
-                    notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
-                try:
-                    v = validate_output(res["output"], b_ids, notes)
-                except OutputError as exc:
-                    raise ChildFault(f"invalid output of predict() on {what}: {exc}",
-                                     "", "validate") from None
-                states += v.states
-                probs.append(v.probabilities)
-                ood.append(v.ood)
-                times[lo:lo + len(b_ids)] = seconds / len(b_ids)
-                child_times[lo:lo + len(b_ids)] = float(res.get("seconds") or 0.0) / len(b_ids)
-                progress(len(b_ids))
+                    timings.update(first_call_timings(child, pool, msg, what, warmup, timeout))
             except BaseException:
-                if not handed:
-                    batch.buffer.close()
+                batch.buffer.close()  # not handed over: ours to free
                 raise
+            res, seconds = handover(child, pool, msg, batch.buffer, *_with_what(timeout, what))
+            v = _validated(res, b_ids, notes, what)
+            states += v.states
+            probs.append(v.probabilities)
+            ood.append(v.ood)
+            times[lo:lo + len(b_ids)] = seconds / len(b_ids)
+            child_times[lo:lo + len(b_ids)] = float(res.get("seconds") or 0.0) / len(b_ids)
+            progress(len(b_ids))
     finally:
         prefetch.close()
     wall = time.perf_counter() - t_start

@@ -346,8 +346,8 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
     for note in env.notes:
         log(f"note: {note}")
     report.environment = {"kind": env.kind, "installer": env.installer, "key": env.key,
-                             "path": env.path, "cached": env.cached, "python": env.python,
-                             "notes": env.notes}
+                          "path": env.path, "cached": env.cached, "python": env.python,
+                          "notes": env.notes}
     report.timings["install_s"] = time.perf_counter() - t0
     device, why = (opt["device"], "set by --device") if opt["device"] else envmod.detect_device()
     report.device = {"name": device, "reason": why}
