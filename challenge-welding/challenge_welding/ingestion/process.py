@@ -261,7 +261,7 @@ class Child:
         """Whether a process of the submission still maps the buffer or holds its descriptor."""
         if not sys.platform.startswith("linux"):
             return True  # cannot tell: never reuse it
-        return reaper.holds(buffer.ident, reaper.submission_processes(
+        return reaper.holds(buffer.ident, reaper.submission_pids(
             self.proc.pid, self._since, self._before))
 
     def stop(self, timeout: float = 10.0) -> None:

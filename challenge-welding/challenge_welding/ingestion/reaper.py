@@ -114,6 +114,44 @@ def submission_processes(child_pid: int, since: int, before: set[int],
     return found
 
 
+def _children(pid: int) -> list[int]:
+    """Direct children from /proc/<pid>/task/*/children (every thread: an orphan is given to
+    one of the subreaper's threads). Raises OSError where the kernel lacks that file."""
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            raise
+    return kids
+
+
+def submission_pids(child_pid: int, since: int, before: set[int]) -> set[int]:
+    """:func:`submission_processes` walking down from the child and from us through the
+    ``children`` files: a few reads instead of one per process of the machine (it runs
+    after every batch). Falls back to the full table without those files."""
+    try:
+        me = os.getpid()
+        roots = [child_pid] if start_ticks(child_pid) == since else []
+        roots += [p for p in _children(me) if p != child_pid and p not in before
+                  and start_ticks(p) >= since]
+        found, stack = set(), roots
+        while stack:
+            pid = stack.pop()
+            if pid not in found:
+                found.add(pid)
+                try:
+                    stack.extend(_children(pid))
+                except FileNotFoundError:
+                    pass  # it ended meanwhile
+        return found
+    except OSError:
+        return submission_processes(child_pid, since, before)
+
+
 def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
               timeout: float = 10.0) -> int:
     """SIGKILL the child's process group and every submission process; reap ours.
