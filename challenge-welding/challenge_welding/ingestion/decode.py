@@ -65,17 +65,24 @@ class DecodeStats:
         return image
 
 
-def assemble(index: int, images, pool: BufferPool) -> DecodedBatch:
-    """Wait for a batch's decoded BGR images and write them, as RGB, into a buffer."""
+def assemble(index: int, images, pool: BufferPool, convert=None) -> DecodedBatch:
+    """Wait for a batch's decoded BGR images and write them, as RGB, into a buffer.
+
+    ``convert``: an executor for the per-image conversions (they release the GIL), so
+    that writing the batch is not one thread's work while the cores wait."""
     bgr = [f.result() if hasattr(f, "result") else f for f in images]
     items, nbytes = layout([im.shape[:2] for im in bgr])
     try:
         buffer = pool.take(nbytes)
     except OSError as exc:  # the evaluator's machine, not the submission: stop with a clear line
         raise ChallengeError(f"cannot hold batch {index + 1}'s images in memory: {exc}") from None
+
+    def write(k):
+        off, h, w = items[k]
+        cv2.cvtColor(bgr[k], cv2.COLOR_BGR2RGB, dst=buffer.view(off, h, w))
+
     try:
-        for im, (off, h, w) in zip(bgr, items):
-            cv2.cvtColor(im, cv2.COLOR_BGR2RGB, dst=buffer.view(off, h, w))
+        list(convert.map(write, range(len(bgr))) if convert else map(write, range(len(bgr))))
     except BaseException:
         buffer.close()
         raise
@@ -111,6 +118,7 @@ class Prefetcher:
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="decode")
         self.assembler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble")
+        self.converter = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rgb")
         self.pending: collections.deque = collections.deque()
         self.next_index = 0
         self.wait_s = 0.0  # time the consumer waited for decoding (0 when decoding keeps ahead)
@@ -119,7 +127,8 @@ class Prefetcher:
         while len(self.pending) < self.lookahead and self.next_index < len(self.batches):
             i = self.next_index
             images = [self.executor.submit(self.stats.timed_read, p) for p in self.batches[i]]
-            self.pending.append(self.assembler.submit(assemble, i, images, self.pool))
+            self.pending.append(self.assembler.submit(assemble, i, images, self.pool,
+                                                      self.converter))
             self.next_index += 1
 
     def __iter__(self):
@@ -139,6 +148,7 @@ class Prefetcher:
             fut.cancel()
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.assembler.shutdown(wait=True)
+        self.converter.shutdown(wait=True)
         for fut in self.pending:  # batches decoded but never handed over: reuse their buffers
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 self.pool.give_back(fut.result().buffer, held=False)
