@@ -1,21 +1,27 @@
-"""Ingestion throughput on full-HD JPEGs, against baselines measured in the same run.
+"""Ingestion throughput and timing fairness on full-HD JPEGs, against baselines of the same run.
 
-    python benchmarks/ingestion.py [--n 200] [--batch-size 10] [--keep DIR]
+    python benchmarks/ingestion.py [--n 200] [--batch-size 10] [--repeat 3] [--keep DIR]
 
 Figures:
   decode-all-cores   raw cv2 decode (imdecode, and imdecode + BGR->RGB as ingestion needs)
                      of the N files on all cores (a thread pool; cv2 releases the GIL)
   sequential         the starter kit's loop: decode a batch, then predict it, no overlap
-  ingest (a)         `ingest` with a component that returns at once
-  ingest (b)         `ingest` with a component spending a fixed 15 ms per image
-  ingest (b) excl.   the same with --exclusive-predict (no decoding while predict runs;
-                     informative: expected near decode + predict)
-Goals (issue 4): (a) >= 90 % of the all-core decode->RGB throughput;
-(b) wall <= 1.1 x max(decode time on all cores, predict time).
-Each figure is the best of --repeat runs, interleaved (the machine is shared: the best run is
-the least disturbed one); CPU ms/img (this process and the child, the least of the runs)
-shows the pipeline's overhead independently of the machine's load. Ingestion runs with --no-isolation (the environment install is not what is measured; the
-child process, the shared-memory hand-over and validation are the same) and no warm-up call.
+  ingest (a)         `ingest` with a component that returns at once (performance set: no
+                     decoding during predict, the default); and with decoding overlapping
+                     predict (--exclusive-predict none, as on the untimed sets)
+  ingest (b)         `ingest` with a CPU-bound component (15 ms of CPU per image)
+Fairness: (b)'s per-image time as the ingestion measures it (parent side, hand-over to
+answer) against the same component's per-image time measured alone, in this process on
+the same decoded images; with --exclusive-predict none for comparison (decoding then
+competes for the 2 cores). Hand-over overhead: the ingestion's own measurement of a round
+trip without predict() (ingestion.json timings.handover_overhead_s), per image.
+Goals: (a) >= 90 % of the all-core decode->RGB throughput; (b) median measured time within
+5 % of the alone-measured one.
+Each figure is the best of --repeat runs, interleaved (the machine is shared: the best run
+is the least disturbed one); for times per image, the best run's median over images (each
+run's medians are printed too, pairs of neighbouring runs compare like with like). Ingestion runs with --no-isolation (the environment install
+is not what is measured; the child process, the hand-over and validation are the same)
+and no warm-up call.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ COMPONENT = '''
 import time
 from challenge_welding.ai_component_interface import AbstractAIComponent
 
-SLEEP = {sleep}
+CPU = {cpu}  # seconds of CPU per image: a CPU-bound component (slowed by CPU contention)
 
 
 class MyAIComponent(AbstractAIComponent):
@@ -51,8 +57,10 @@ class MyAIComponent(AbstractAIComponent):
 
     def predict(self, input_images, images_meta_informations, device="cuda"):
         n = len(input_images)
-        if SLEEP:
-            time.sleep(SLEEP * n)
+        for _ in range(n if CPU else 0):
+            t0 = time.thread_time()
+            while time.thread_time() - t0 < CPU:
+                pass
         return {{"predictions": ["OK"] * n, "probabilities": [[0.0, 1.0, 0.0]] * n,
                 "OOD_scores": [0.0] * n}}
 '''
@@ -102,28 +110,55 @@ def decode_all_cores(paths, workers: int, rgb: bool) -> float:
     return time.perf_counter() - t0
 
 
-def sequential(paths, batch_size: int, sleep: float) -> float:
+def component(cpu: float):
+    """The benchmark's component class, built from the same source the submission ships."""
+    scope: dict = {}
+    exec(compile(textwrap.dedent(COMPONENT.format(cpu=cpu)), "<component>", "exec"), scope)
+    comp = scope["MyAIComponent"]()
+    comp.load_model()
+    return comp
+
+
+def sequential(paths, batch_size: int, cpu: float) -> float:
     """The starter kit's perform_grouped_inference: decode a batch, then predict, in turn."""
+    comp = component(cpu)
     t0 = time.perf_counter()
     for i in range(0, len(paths), batch_size):
         batch = [read_rgb(p) for p in paths[i:i + batch_size]]
-        if sleep:
-            time.sleep(sleep * len(batch))
+        comp.predict(batch, [{}] * len(batch))
     return time.perf_counter() - t0
 
 
-def run_ingest(root: Path, data: Path, sleep: float, batch_size: int, **opts) -> dict:
+def alone(paths, batch_size: int, cpu: float) -> np.ndarray:
+    """Per-image time of the component measured alone: images decoded beforehand, each
+    predict() call timed in this process, divided by the batch size."""
+    comp = component(cpu)
+    times = []
+    for i in range(0, len(paths), batch_size):
+        batch = [read_rgb(p) for p in paths[i:i + batch_size]]
+        t0 = time.perf_counter()
+        comp.predict(batch, [{}] * len(batch))
+        times += [(time.perf_counter() - t0) / len(batch)] * len(batch)
+    return np.array(times)
+
+
+def run_ingest(root: Path, data: Path, cpu: float, batch_size: int, **opts) -> dict:
+    """`ingest` of the component; its performance timings plus the per-image times."""
     sub = root / "sub"
     (sub / "challenge_solution").mkdir(parents=True)
     (sub / "challenge_solution" / "__init__.py").write_text("")
     (sub / "challenge_solution" / "AIComponent.py").write_text(
-        textwrap.dedent(COMPONENT.format(sleep=sleep)))
+        textwrap.dedent(COMPONENT.format(cpu=cpu)))
     (sub / "setup.py").write_text("from setuptools import setup\nsetup(name='s')\n")
     report = ingest(sub, data, root / "pred", isolation=False, warmup=False,
                     batch_size=batch_size, sets=["performance"], progress=False, verbose=False,
                     **opts)
     assert report["status"] == "ok", report["errors"]
-    return report["timings"]["sets"]["performance"]
+    timings = dict(report["timings"]["sets"]["performance"])
+    timings["times"] = pd.read_parquet(root / "pred" / "performance.parquet")["compute_time"]
+    timings["handover_overhead_s"] = report["timings"]["handover_overhead_s"]
+    timings["handover_batch"] = report["timings"]["handover_batch"]
+    return timings
 
 
 def main(argv=None) -> int:
@@ -145,44 +180,66 @@ def main(argv=None) -> int:
         data = root / "input_data"
         runs: dict[str, list[float]] = {}
         cpu: dict[str, list[float]] = {}
+        per_image: dict[str, list[float]] = {}  # median ms per image of each run
+        overhead: list[float] = []
+        bs = args.batch_size
+
+        def ingest_run(tag, cpu_s, **opts):
+            t = run_ingest(root / tag, data, cpu_s, bs, **opts)
+            if cpu_s:
+                key = "ingest (b)" + (" overlapped" if opts else "")
+                per_image.setdefault(key, []).append(float(np.median(t["times"])))
+            overhead.append(t["handover_overhead_s"] / t["handover_batch"])
+            return t["wall_s"]
+
+        def alone_run():
+            times = alone(paths, bs, PREDICT_S)
+            per_image.setdefault("alone", []).append(float(np.median(times)))
+            return float(times.sum())
+
         for r in range(args.repeat):
             for name, fn in (
                     ("decode, all cores (imdecode)", lambda: decode_all_cores(paths, workers, False)),
                     ("decode->RGB, all cores", lambda: decode_all_cores(paths, workers, True)),
-                    ("sequential loop, predict at once", lambda: sequential(paths, args.batch_size, 0.0)),
-                    ("ingest (a), predict at once",
-                     lambda: run_ingest(root / f"a{r}", data, 0.0, args.batch_size)["wall_s"]),
-                    ("sequential loop, predict 15 ms/img",
-                     lambda: sequential(paths, args.batch_size, PREDICT_S)),
-                    ("ingest (b), predict 15 ms/img",
-                     lambda: run_ingest(root / f"b{r}", data, PREDICT_S, args.batch_size)["wall_s"]),
-                    ("ingest (b) --exclusive-predict",
-                     lambda: run_ingest(root / f"c{r}", data, PREDICT_S, args.batch_size,
-                                        exclusive_predict=True)["wall_s"])):
+                    ("sequential loop, predict at once", lambda: sequential(paths, bs, 0.0)),
+                    ("ingest (a), predict at once", lambda: ingest_run(f"a{r}", 0.0)),
+                    ("ingest (a), decoding overlapped",
+                     lambda: ingest_run(f"ao{r}", 0.0, exclusive_predict="none")),
+                    ("sequential loop, 15 ms CPU/img", lambda: sequential(paths, bs, PREDICT_S)),
+                    ("alone, 15 ms CPU/img (predict only)", alone_run),
+                    ("ingest (b), 15 ms CPU/img", lambda: ingest_run(f"b{r}", PREDICT_S)),
+                    ("ingest (b), decoding overlapped",
+                     lambda: ingest_run(f"bo{r}", PREDICT_S, exclusive_predict="none"))):
                 c0 = cpu_seconds()
                 runs.setdefault(name, []).append(fn())
                 cpu.setdefault(name, []).append(cpu_seconds() - c0)
         best = {k: min(v) for k, v in runs.items()}
         n = args.n
-        rows = list(best.items())
         t_dec, t_rgb = best["decode, all cores (imdecode)"], best["decode->RGB, all cores"]
-        t_seq_a, t_seq_b = best["sequential loop, predict at once"], best["sequential loop, predict 15 ms/img"]
-        a = {"wall_s": best["ingest (a), predict at once"]}
-        b = {"wall_s": best["ingest (b), predict 15 ms/img"]}
-        print(f"\n{'':36s} {'wall s':>8s} {'img/s':>8s} {'CPU ms/img':>10s}   all runs (s)")
-        for name, t in rows:
-            print(f"{name:36s} {t:8.2f} {n / t:8.1f} {1000 * min(cpu[name]) / n:10.1f}   "
+        t_seq_a = best["sequential loop, predict at once"]
+        t_a = best["ingest (a), predict at once"]
+        print(f"\n{'':38s} {'wall s':>8s} {'img/s':>8s} {'CPU ms/img':>10s}   all runs (s)")
+        for name, t in best.items():
+            print(f"{name:38s} {t:8.2f} {n / t:8.1f} {1000 * min(cpu[name]) / n:10.1f}   "
                   + " ".join(f"{x:.2f}" for x in runs[name]))
-        ratio_a = (n / a["wall_s"]) / (n / t_rgb)
-        predict_total = n * PREDICT_S
-        bound_b = max(t_rgb, predict_total)
-        ratio_b = b["wall_s"] / bound_b
+        med = {k: float(np.min(v)) for k, v in per_image.items()}  # the least disturbed run
+        print(f"\nper-image time, median of each run (ms): "
+              + "; ".join(f"{k}: " + " ".join(f"{1000 * x:.2f}" for x in v)
+                          for k, v in per_image.items()))
+        ratio_a = (n / t_a) / (n / t_rgb)
+        ratio_b = med["ingest (b)"] / med["alone"]
+        ratio_bo = med["ingest (b) overlapped"] / med["alone"]
+        ovh = float(np.min(overhead))
         print(f"\n(a) ingest / all-core decode->RGB throughput = {ratio_a:.1%} (goal >= 90 %); "
-              f"vs imdecode only {(n / a['wall_s']) / (n / t_dec):.1%}; "
-              f"vs sequential x{t_seq_a / a['wall_s']:.2f}")
-        print(f"(b) ingest wall / max(decode {t_rgb:.2f} s, predict {predict_total:.2f} s) = "
-              f"{ratio_b:.3f} (goal <= 1.1); vs sequential x{t_seq_b / b['wall_s']:.2f}")
-        ok = ratio_a >= 0.9 and ratio_b <= 1.1
+              f"overlapped {(n / best['ingest (a), decoding overlapped']) / (n / t_rgb):.1%}; "
+              f"vs imdecode only {(n / t_a) / (n / t_dec):.1%}; vs sequential "
+              f"x{t_seq_a / t_a:.2f}")
+        print(f"(b) measured by the ingestion {1000 * med['ingest (b)']:.2f} ms/img vs alone "
+              f"{1000 * med['alone']:.2f} ms/img = {ratio_b:.3f} (goal <= 1.05); with decoding "
+              f"overlapped {ratio_bo:.3f}")
+        print(f"hand-over overhead (round trip without predict, batch of {bs} full-HD images): "
+              f"{1000 * ovh * bs:.3f} ms per batch = {1000 * ovh:.4f} ms per image")
+        ok = ratio_a >= 0.9 and ratio_b <= 1.05
         print("goals met" if ok else "goal(s) missed")
         return 0 if ok else 1
     finally:

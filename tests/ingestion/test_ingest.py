@@ -86,7 +86,9 @@ def test_good_submission_with_its_own_numpy(tmp_path, input_data, env_cache):
 def test_exclusive_predict_gives_the_same_predictions(tmp_path, input_data, env_cache):
     report, out = run(tmp_path, input_data, env_cache, exclusive_predict=True, warmup=False)
     assert report["status"] == "ok", report["errors"]
-    assert report["options"]["exclusive_predict"] is True and "warmup_s" not in report["timings"]
+    # the option now names the sets without decoding during predict: True means all of them
+    assert report["options"]["exclusive_predict"] == "all" and "warmup_s" not in report["timings"]
+    assert all(t["exclusive"] for t in report["timings"]["sets"].values())
     check_good_predictions(out)
 
 
@@ -448,3 +450,50 @@ def test_unusable_archives_fail_the_submission_not_the_evaluator(tmp_path, input
     assert report["errors"][0].startswith("submission layout: no setup.py or pyproject.toml")
     with pytest.raises(ChallengeError, match="submission not found"):
         ingest(tmp_path / "nowhere", input_data, tmp_path / "p4", progress=False)
+
+
+def test_exit_codes_of_the_command(tmp_path, input_data, env_cache, monkeypatch):
+    """0 = ok, 1 = the submission failed, 2 = bad input or usage (documented in --help)."""
+    from challenge_welding import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(env_cache.parents[1]))
+    good = make_submission(tmp_path / "good")
+    bad = make_submission(tmp_path / "bad", GOOD.replace("assert self.loaded", "1 / 0"))
+    (tmp_path / "empty").mkdir()
+    base = ["ingest", "--no-progress", "--sets", "ood_real", "--input-data"]
+    assert cli.main(base + [str(input_data), "--submission", str(good),
+                            "--output", str(tmp_path / "p0")]) == 0
+    assert cli.main(base + [str(input_data), "--submission", str(bad),
+                            "--output", str(tmp_path / "p1")]) == 1
+    assert cli.main(base + [str(tmp_path / "empty"), "--submission", str(good),
+                            "--output", str(tmp_path / "p2")]) == 2
+    with pytest.raises(SystemExit) as usage:
+        cli.main(["ingest", "--submission", str(good)])
+    assert usage.value.code == 2
+    from challenge_welding.commands.ingest import EPILOG
+
+    assert "1  the submission failed" in EPILOG and "2  bad input or usage" in EPILOG
+
+
+def test_missing_model_file_gets_its_own_hint(tmp_path, input_data, env_cache):
+    """A file the component loads from its package but that was not installed (no
+    MANIFEST.in line): the hint names MANIFEST.in, not ROOT_PATH."""
+    comp = GOOD.replace("self.loaded = True", "from pathlib import Path\n        "
+                        "open(Path(__file__).parent / 'model.bin', 'rb')")
+    sub = make_submission(tmp_path / "sub", comp)
+    (sub / "challenge_solution" / "model.bin").write_bytes(b"weights")  # never installed
+    report = ingest(sub, input_data, tmp_path / "pred", cache_dir=env_cache, progress=False,
+                    sets=["ood_real"])
+    assert report["status"] == "failed"
+    line = report["errors"][0]
+    assert "raised FileNotFoundError" in line and "model.bin" in line
+    assert line.endswith("(this file of your package was not installed: list it in MANIFEST.in, "
+                         "e.g. 'include challenge_solution/model.bin', and keep "
+                         "include_package_data=True in setup.py)")
+    assert "ROOT_PATH" not in line
+
+    relative = GOOD.replace("self.loaded = True", "open('model.bin', 'rb')")
+    report = ingest(make_submission(tmp_path / "rel", relative), input_data, tmp_path / "p2",
+                    cache_dir=env_cache, progress=False, sets=["ood_real"])
+    assert report["errors"][0].endswith("is resolved against the evaluator's working folder: "
+                                        "build it from ROOT_PATH = Path(__file__).parent.resolve())")

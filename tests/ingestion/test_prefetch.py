@@ -1,12 +1,14 @@
-"""Background decoding into shared memory: order, content, and the exclusive mode."""
+"""Background decoding into hand-over buffers: order, content, and the exclusive mode."""
 
+import mmap
+import os
 import time
 
 import cv2
 import numpy as np
 
 from challenge_welding.ingestion.decode import DecodeStats, Prefetcher, read_rgb
-from challenge_welding.ingestion.protocol import SlotPool
+from challenge_welding.ingestion.protocol import BufferPool
 
 
 def make_jpegs(folder, n):
@@ -20,23 +22,30 @@ def make_jpegs(folder, n):
     return paths
 
 
-def test_batches_come_in_order_as_rgb_in_shared_memory(tmp_path):
+def test_batches_come_in_order_as_rgb_in_their_own_buffers(tmp_path):
     paths = make_jpegs(tmp_path, 10)
     batches = [paths[i:i + 3] for i in range(0, 10, 3)]
-    with SlotPool(4) as pool:
-        pre = Prefetcher(batches, pool, workers=2, lookahead=3)
-        seen = []
-        for batch in pre:
-            for k, (off, h, w) in enumerate(batch.items):
-                i = batch.index * 3 + k
-                img = batch.slot.view(off, h, w)
-                assert img.shape == (40 + 8 * (i % 3), 64, 3)
-                assert img[0, 0].tolist() == [10 * i, 0, 0]  # RGB: red first
-                np.testing.assert_array_equal(img, read_rgb(paths[i]))
-            seen.append(batch.index)
-            pool.release(batch.slot)
-        pre.close()
+    pre = Prefetcher(batches, BufferPool(), workers=2, lookahead=3)
+    seen, buffers = [], []
+    for batch in pre:
+        # what the child maps: the buffer's descriptor, read independently of our mapping
+        mm = mmap.mmap(batch.buffer.fd, batch.buffer.size)
+        for k, (off, h, w) in enumerate(batch.items):
+            i = batch.index * 3 + k
+            img = np.ndarray((h, w, 3), np.uint8, buffer=mm, offset=off)
+            assert img.shape == (40 + 8 * (i % 3), 64, 3)
+            assert img[0, 0].tolist() == [10 * i, 0, 0]  # RGB: red first
+            np.testing.assert_array_equal(img, read_rgb(paths[i]))
+            del img
+        mm.close()
+        seen.append(batch.index)
+        buffers.append(batch.buffer)
+    pre.close()
     assert seen == [0, 1, 2, 3]
+    # a buffer per batch (none was given back, so none was reused: four distinct files)
+    assert len({os.fstat(b.fd).st_ino for b in buffers}) == 4
+    for b in buffers:
+        b.close()
 
 
 def test_exclusive_mode_never_decodes_during_predict(tmp_path):
@@ -44,15 +53,15 @@ def test_exclusive_mode_never_decodes_during_predict(tmp_path):
     batches = [paths[i:i + 2] for i in range(0, 12, 2)]
     stats = DecodeStats()
     predicts = []
-    with SlotPool(2) as pool:
-        pre = Prefetcher(batches, pool, workers=2, lookahead=1, stats=stats)
-        for batch in pre:
-            pre.settle()
-            t0 = time.perf_counter()
-            time.sleep(0.02)  # the "predict" call
-            predicts.append((t0, time.perf_counter()))
-            pool.release(batch.slot)
-        pre.close()
+    pre = Prefetcher(batches, BufferPool(), workers=2, lookahead=1, stats=stats, ahead=False)
+    for batch in pre:
+        # while batch k is "predicted", exactly its images and those before were decoded
+        assert stats.images == 2 * (batch.index + 1)
+        t0 = time.perf_counter()
+        time.sleep(0.02)  # the "predict" call
+        predicts.append((t0, time.perf_counter()))
+        batch.buffer.close()
+    pre.close()
     assert len(stats.intervals) == 12 and len(predicts) == 6
     overlaps = [(d, p) for d in stats.intervals for p in predicts if d[0] < p[1] and p[0] < d[1]]
     assert overlaps == []

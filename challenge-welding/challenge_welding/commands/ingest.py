@@ -1,9 +1,24 @@
 """Install a submission in an isolated environment and run it over the evaluation sets."""
 
 HELP = "Install a submission in an isolated environment and run it over the evaluation sets."
+EPILOG = """\
+exit status:
+  0  every set ran; PRED/<set>.parquet and PRED/ingestion.json (status "ok") written
+  1  the submission failed (layout, install, import, load_model, predict, invalid output,
+     time limit); ingestion.json says where, with the submission's traceback
+  2  bad input or usage: options, a missing or unreadable input-data folder, set or image
+
+The set files and ingestion.json are written last, from memory, after every process the
+submission started is killed; ingestion.json's "manifest" holds each file's sha256.
+compute_time is measured by the evaluator (hand-over to answer), never by the submission.
+"""
 
 
 def add_arguments(parser):
+    import argparse
+
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--submission", required=True, metavar="PATH",
                         help="submission zip (contents at its root or in one top folder) or folder")
     parser.add_argument("--input-data", required=True, metavar="DIR",
@@ -40,11 +55,16 @@ def add_arguments(parser):
     parser.add_argument("--max-log-mb", type=float, default=20.0,
                         help="cap of the submission's stdout/stderr log (default 20 MB)")
     parser.add_argument("--no-warmup", action="store_true",
-                        help="do not make an untimed warm-up predict() call on the first batch")
-    parser.add_argument("--exclusive-predict", action="store_true",
-                        help="decode only between predict() calls, so that the measured time "
-                             "never shares the CPU with decoding (slower; fairer on few cores)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+                        help="no untimed warm-up predict() call (on noise images shaped like "
+                             "the first batch) before the first timed call")
+    parser.add_argument("--exclusive-predict", nargs="?", choices=("timed", "all", "none"),
+                        const="all", default="timed",
+                        help="sets in which no decoding runs while predict() runs: 'timed' "
+                             "(default: the performance set, whose time is scored), 'all' "
+                             "(also without a value), 'none'")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (drawn only on a terminal; a log gets one line "
+                             "per set)")
 
 
 def run(args):

@@ -3,11 +3,14 @@
 Modules, in pipeline order:
   submission   unpack a zip/folder, layout checks, requirements filtering
   environment  cached uv (or venv + pip) environment with the interface shim; device
-  process      the child process: start, talk, time out, describe how it died
+  process      the child process: start, hand batches over and time them, end it
   child        the worker running inside the submission's environment (stdlib + numpy)
-  protocol     shared-memory slots handing images to the child without a copy
-  decode       background JPEG decoding (cv2, RGB uint8) into those slots
+  protocol     nameless per-batch memory files handing images to the child without a copy
+  decode       background JPEG decoding (cv2, RGB uint8) into those buffers
+  reaper       subreaper, non-dumpable, and killing every process of the submission
   validate     checks and normalisation of what predict() returned
-  run          ingest(): the orchestration, per-set parquet files, ingestion.json
+  predict      predict one set: answers and timings in memory, no file written
+  write        the writer: set files from memory, atomic, with their sha256 manifest
+  run          ingest(): the orchestration, the run report, ingestion.json
   check        check-submission: what a participant runs before uploading
 """

@@ -10,16 +10,22 @@ Protocol (``multiprocessing.connection`` over a local socket, pickled plain
 Python objects only, so that the two sides' numpy versions never meet):
 
   child -> parent  {"op": "ready", versions..., "accepts_device": bool, "load_s": float}
-  parent -> child  {"op": "batch", "id": int, "shm": path, "images": [(offset, h, w)], "meta": [dict],
-                    "device": str|None, "timed": bool}
+  parent -> child  {"op": "batch"|"ping", "id": int, "size": int, "images": [(offset, h, w)],
+                    "meta": [dict], "device": str|None}, then the batch's file descriptor
   child -> parent  {"op": "result", "id": int, "seconds": float, "output": plain,
                     "ignored": [keys of the output dict not in OUTPUT_KEYS]}
+  child -> parent  {"op": "idle", "id": int}   (after dropping its own references to the batch)
   child -> parent  {"op": "error", "stage": "import"|"init"|"load_model"|"predict", "message": str,
                     "traceback": str}
   parent -> child  {"op": "stop"}
 
-Images arrive in a mapped file (/dev/shm or the temporary folder) written by the parent (RGB uint8 HxWx3); the
-child wraps them in numpy views, no copy.
+Images arrive in a nameless memory file written by the parent (RGB uint8 HxWx3),
+one per batch, whose descriptor comes with the message; the child maps it and
+wraps the images in numpy views, no copy. A mapping is never closed here: it
+lives as long as a view on it does, so images the submission keeps stay valid.
+"ping" runs the same path without calling predict(): the parent times it to
+state the hand-over's own cost. "seconds" is the child's own clock, a diagnostic
+only: the scored time is measured by the parent, out of the submission's reach.
 """
 
 import os
@@ -28,6 +34,8 @@ import sys
 OP_READY = "ready"
 OP_BATCH = "batch"
 OP_RESULT = "result"
+OP_IDLE = "idle"
+OP_PING = "ping"
 OP_ERROR = "error"
 OP_STOP = "stop"
 ENV_ADDRESS = "CHALLENGE_WELDING_CHILD_ADDRESS"
@@ -64,22 +72,16 @@ def to_plain(value, depth=0):
     return {"__unsupported__": f"{type(value).__name__}: {repr(value)[:200]}"}
 
 
-def _open_shm(path, cache):
-    """Map the parent's image buffer (a file in /dev/shm or the temporary folder)."""
-    if path in cache:
-        return cache[path]
+def _map_batch(conn, msg):
+    """Receive the batch's descriptor and map it; the mapping outlives the descriptor."""
     import mmap
+    from multiprocessing.reduction import recv_handle
 
-    with open(path, "r+b") as f:
-        mm = mmap.mmap(f.fileno(), 0)
-    for old in list(cache):  # the parent replaced a slot with a bigger one: drop old handles
-        if old.rsplit("-", 1)[0] == path.rsplit("-", 1)[0]:
-            try:
-                cache.pop(old).close()
-            except BufferError:
-                pass
-    cache[path] = mm
-    return mm
+    fd = recv_handle(conn)
+    try:
+        return mmap.mmap(fd, msg["size"])
+    finally:
+        os.close(fd)
 
 
 def _error(conn, stage, exc):
@@ -128,7 +130,6 @@ def main():
     conn.send({"op": OP_READY, "python": sys.version.split()[0], "numpy": np.__version__,
                "module_file": getattr(module, "__file__", None), "accepts_device": accepts_device,
                "load_s": load_s})
-    cache = {}
     while True:
         try:
             msg = conn.recv()
@@ -136,31 +137,34 @@ def main():
             return 0
         if msg["op"] == OP_STOP:
             break
-        shm = _open_shm(msg["shm"], cache)
-        images = [np.ndarray((h, w, 3), dtype=np.uint8, buffer=shm, offset=off)
+        mm = _map_batch(conn, msg)
+        # views keep the mapping alive (their base); nothing here ever closes it
+        images = [np.ndarray((h, w, 3), dtype=np.uint8, buffer=mm, offset=off)
                   for off, h, w in msg["images"]]
-        kwargs = {"device": msg["device"]} if accepts_device and msg.get("device") else {}
-        try:
-            t0 = time.perf_counter()
-            out = component.predict(images, msg["meta"], **kwargs)
-            seconds = time.perf_counter() - t0
-            ignored = []
-            if isinstance(out, dict):
-                ignored = sorted(str(k) for k in out if k not in OUTPUT_KEYS)
-                out = {k: out[k] for k in OUTPUT_KEYS if k in out}
-            plain = to_plain(out)
-        except BaseException as exc:  # noqa: BLE001
-            _error(conn, "predict", exc)
-            return 1
-        finally:
-            del images  # release the views so the shared block can be closed
-        conn.send({"op": OP_RESULT, "id": msg["id"], "seconds": seconds, "output": plain,
-                   "ignored": ignored})
-    for shm in cache.values():
-        try:
-            shm.close()
-        except BufferError:  # the submission kept a view on an image: harmless at exit
-            pass
+        if msg["op"] == OP_PING:
+            conn.send({"op": OP_RESULT, "id": msg["id"], "seconds": 0.0, "output": None,
+                       "ignored": []})
+        else:
+            kwargs = {"device": msg["device"]} if accepts_device and msg.get("device") else {}
+            try:
+                t0 = time.perf_counter()
+                out = component.predict(images, msg["meta"], **kwargs)
+                seconds = time.perf_counter() - t0
+                ignored = []
+                if isinstance(out, dict):
+                    ignored = sorted(str(k) for k in out if k not in OUTPUT_KEYS)
+                    out = {k: out[k] for k in OUTPUT_KEYS if k in out}
+                plain = to_plain(out)
+            except BaseException as exc:  # noqa: BLE001
+                _error(conn, "predict", exc)
+                return 1
+            conn.send({"op": OP_RESULT, "id": msg["id"], "seconds": seconds, "output": plain,
+                       "ignored": ignored})
+            del out, plain
+        # Our references go after the answer and before "idle": if the submission keeps
+        # none, the batch's memory is freed by the parent, outside any timed call.
+        del images, mm
+        conn.send({"op": OP_IDLE, "id": msg["id"]})
     return 0
 
 

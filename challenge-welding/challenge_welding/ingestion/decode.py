@@ -1,9 +1,9 @@
 """Parent-side JPEG decoding, ahead of the child, in background threads.
 
 cv2.imdecode and cv2.cvtColor release the GIL, so plain threads use every
-core. Decoded images are converted BGR -> RGB straight into a shared-memory
-slot (``cvtColor(dst=...)``): the conversion pass we need anyway is also the
-only write into the block, no extra copy.
+core. Decoded images are converted BGR -> RGB straight into the batch's
+hand-over buffer (``cvtColor(dst=...)``): the conversion pass we need anyway is
+also the only write into it, no extra copy.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from challenge_welding.errors import ChallengeError
-from challenge_welding.ingestion.protocol import Slot, SlotPool, layout
+from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
 
 
 def read_rgb(path: str | Path) -> np.ndarray:
@@ -42,7 +42,7 @@ def read_bgr(path: str | Path) -> np.ndarray:
 @dataclass
 class DecodedBatch:
     index: int
-    slot: Slot
+    buffer: BatchBuffer
     items: list[tuple[int, int, int]]  # (offset, h, w) per image
 
 
@@ -65,22 +65,28 @@ class DecodeStats:
         return image
 
 
-def assemble(index: int, images, pool: SlotPool, slot_timeout: float | None = None) -> DecodedBatch:
-    """Wait for a batch's decoded BGR images, take a slot and write them there as RGB."""
+def assemble(index: int, images, pool: BufferPool, convert=None) -> DecodedBatch:
+    """Wait for a batch's decoded BGR images and write them, as RGB, into a buffer.
+
+    ``convert``: an executor for the per-image conversions (they release the GIL), so
+    that writing the batch is not one thread's work while the cores wait."""
     bgr = [f.result() if hasattr(f, "result") else f for f in images]
     items, nbytes = layout([im.shape[:2] for im in bgr])
-    slot = pool.acquire(timeout=slot_timeout)
     try:
-        try:
-            slot.ensure(nbytes)
-        except OSError as exc:  # the evaluator's machine, not the submission: stop with a clear line
-            raise ChallengeError(f"cannot hold batch {index + 1}'s images in memory: {exc}") from None
-        for im, (off, h, w) in zip(bgr, items):
-            cv2.cvtColor(im, cv2.COLOR_BGR2RGB, dst=slot.view(off, h, w))
+        buffer = pool.take(nbytes)
+    except OSError as exc:  # the evaluator's machine, not the submission: stop with a clear line
+        raise ChallengeError(f"cannot hold batch {index + 1}'s images in memory: {exc}") from None
+
+    def write(k):
+        off, h, w = items[k]
+        cv2.cvtColor(bgr[k], cv2.COLOR_BGR2RGB, dst=buffer.view(off, h, w))
+
+    try:
+        list(convert.map(write, range(len(bgr))) if convert else map(write, range(len(bgr))))
     except BaseException:
-        pool.release(slot)
+        buffer.close()
         raise
-    return DecodedBatch(index, slot, items)
+    return DecodedBatch(index, buffer, items)
 
 
 def default_workers() -> int:
@@ -95,21 +101,24 @@ class Prefetcher:
 
     Images are decoded one per task on ``workers`` threads, in batch order, so
     that even the first batch uses every core; one assembler thread then writes
-    each batch, in order, into a shared-memory slot. The consumer must give each
-    batch's slot back (``pool.release``) once the child has answered; the pool
-    holds ``lookahead + 1`` slots, so the assembler never waits for a slot the
-    consumer still needs.
+    each batch, in order, into a buffer of ``pool``. The consumer owns each yielded
+    batch's buffer (hands it over, then gives it back or closes it); at most ``lookahead`` batches
+    wait decoded, so the memory held is bounded. With ``ahead=False`` the next batch
+    is decoded only once the consumer asks for it: while a batch is being predicted,
+    no decoding runs and no later batch exists anywhere in our process.
     """
 
-    def __init__(self, batches: list[list[str]], pool: SlotPool, workers: int, lookahead: int,
-                 stats: DecodeStats | None = None):
+    def __init__(self, batches: list[list[str]], pool: BufferPool, workers: int, lookahead: int,
+                 stats: DecodeStats | None = None, ahead: bool = True):
         self.batches = batches
         self.pool = pool
+        self.ahead = ahead
         self.stats = stats if stats is not None else DecodeStats()
         self.lookahead = max(1, lookahead)
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="decode")
         self.assembler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble")
+        self.converter = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rgb")
         self.pending: collections.deque = collections.deque()
         self.next_index = 0
         self.wait_s = 0.0  # time the consumer waited for decoding (0 when decoding keeps ahead)
@@ -118,7 +127,8 @@ class Prefetcher:
         while len(self.pending) < self.lookahead and self.next_index < len(self.batches):
             i = self.next_index
             images = [self.executor.submit(self.stats.timed_read, p) for p in self.batches[i]]
-            self.pending.append(self.assembler.submit(assemble, i, images, self.pool))
+            self.pending.append(self.assembler.submit(assemble, i, images, self.pool,
+                                                      self.converter))
             self.next_index += 1
 
     def __iter__(self):
@@ -127,22 +137,19 @@ class Prefetcher:
             t0 = time.perf_counter()
             batch = self.pending.popleft().result()
             self.wait_s += time.perf_counter() - t0
-            self._submit()
+            if self.ahead:
+                self._submit()
             yield batch
-
-    def settle(self) -> None:
-        """Wait until every batch submitted so far is decoded (no decoding during predict)."""
-        t0 = time.perf_counter()
-        for fut in list(self.pending):
-            fut.exception()  # waits; errors surface when the batch is consumed
-        self.wait_s += time.perf_counter() - t0
+            if not self.ahead:  # the consumer is done with this batch: decode the next now
+                self._submit()
 
     def close(self) -> None:
         for fut in self.pending:
             fut.cancel()
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.assembler.shutdown(wait=True)
-        for fut in self.pending:  # batches decoded but never consumed: free their slots
+        self.converter.shutdown(wait=True)
+        for fut in self.pending:  # batches decoded but never handed over: reuse their buffers
             if fut.done() and not fut.cancelled() and fut.exception() is None:
-                self.pool.release(fut.result().slot)
+                self.pool.give_back(fut.result().buffer, held=False)
         self.pending.clear()

@@ -1,14 +1,20 @@
-"""The child process seen from the parent: start, talk, time out, describe how it died.
+"""The child process seen from the parent: start, hand batches over, time them, end it.
 
 Whatever the submission does (raise, segfault, ``os._exit``, get OOM-killed,
 hang, flood its output), only the child ends; the parent turns it into one
 :class:`ChildFault` line plus the submission's traceback or the tail of its output.
+
+The scored time of a batch is measured here, in the parent, out of the
+submission's reach: from just before the hand-over message is sent to just after
+the answer is received (:meth:`Child.handover`). Ending the child ends every
+process the submission started (reaper.py).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -16,10 +22,13 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Listener
+from multiprocessing.reduction import send_handle
 from pathlib import Path
 
 from challenge_welding.errors import ChallengeError
 from challenge_welding.ingestion import child as proto
+from challenge_welding.ingestion import reaper
+from challenge_welding.ingestion.protocol import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
 TAIL_BYTES = 16 * 1024
@@ -101,6 +110,29 @@ def describe_exit(code: int | None) -> str:
     return f"exited with status {code} (os._exit or sys.exit outside predict)"
 
 
+_MISSING = re.compile(r"No such file or directory: '([^']*)'")
+
+
+def hint(message: str) -> str:
+    """A fix for the usual causes of a submission's exception, appended to its error line."""
+    if "No module named 'challenge_welding." in message:
+        return (" (the evaluator provides only the interface modules "
+                "challenge_welding.ai_component_interface and .AIComponent_interface)")
+    missing = _MISSING.search(message)
+    if not missing or not message.startswith("FileNotFoundError"):
+        return ""
+    path = missing.group(1)
+    if not os.path.isabs(path):
+        return (f" (the relative path {path!r} is resolved against the evaluator's working "
+                "folder: build it from ROOT_PATH = Path(__file__).parent.resolve())")
+    if "challenge_solution" in Path(path).parts:
+        return (" (this file of your package was not installed: list it in MANIFEST.in, e.g. "
+                f"'include challenge_solution/{Path(path).name}', and keep "
+                "include_package_data=True in setup.py)")
+    return (f" ({path} exists only on your machine: put the file in challenge_solution/, list "
+            "it in MANIFEST.in and open it through ROOT_PATH)")
+
+
 def _raise_oom_score() -> None:  # runs in the child before exec
     try:  # if memory runs out, the kernel kills the child, never the evaluator
         with open("/proc/self/oom_score_adj", "w") as fh:
@@ -123,13 +155,17 @@ class Child:
         if module:
             env[proto.ENV_MODULE] = module
         env.update(extra_env or {})
+        table = reaper.process_table()
+        self._before = {pid for pid, (ppid, _s, _t) in table.items() if ppid == os.getpid()}
         self.proc = subprocess.Popen(
             [python, str(CHILD_SCRIPT)], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None,
             start_new_session=not sys.platform.startswith("linux") and os.name == "posix")
+        self._since = reaper.start_ticks(self.proc.pid)
         self.output = CappedLog(self.proc.stdout, log_path, max_log_bytes)
         self.conn = None
+        self.killed_processes = 0  # processes of the submission still alive when it ended
 
     # -- connection -------------------------------------------------------------------------
     def _accept(self, timeout: float) -> None:
@@ -190,13 +226,9 @@ class Child:
             where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
                      "load_model": "load_model()", "predict": "predict()"}.get(msg["stage"],
                                                                                 msg["stage"])
-            hint = ""
-            if "No module named 'challenge_welding." in msg["message"]:
-                hint = (" (the evaluator provides only the interface modules "
-                        "challenge_welding.ai_component_interface and .AIComponent_interface)")
             self._fault(msg["stage"], f"the submission raised {msg['message']} in {where}"
-                        + ("" if msg["stage"] != "predict" else f" ({what})") + hint,
-                        msg.get("traceback", ""))
+                        + ("" if msg["stage"] != "predict" else f" ({what})")
+                        + hint(msg["message"]), msg.get("traceback", ""))
         return msg
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -206,14 +238,34 @@ class Child:
         return self.receive(timeout, "import and load_model()", "load_model",
                             "the load time limit")
 
-    def send(self, msg: dict) -> None:
+    def handover(self, msg: dict, buffer: BatchBuffer, timeout: float | None, what: str,
+                 limit: str = "the per-batch time limit") -> tuple[dict, float]:
+        """Hand a batch over and wait for the answer; return it and the seconds it took.
+
+        The clock runs from just before the message leaves to just after the answer
+        arrives: the child's own clock plays no part. Returns once the child said it
+        dropped its own references ("idle"); the buffer stays the caller's (see holds)."""
+        t0 = time.perf_counter()
         try:
             self.conn.send(msg)
+            send_handle(self.conn, buffer.fd, self.proc.pid)
         except (OSError, ValueError):
             self._fault("predict", f"the submission {describe_exit(self.proc.poll())} "
                                    "before receiving a batch")
+        res = self.receive(timeout, what, "predict", limit)
+        seconds = time.perf_counter() - t0
+        self.receive(timeout, what, "predict", limit)  # "idle"
+        return res, seconds
+
+    def holds(self, buffer: BatchBuffer) -> bool:
+        """Whether a process of the submission still maps the buffer or holds its descriptor."""
+        if not sys.platform.startswith("linux"):
+            return True  # cannot tell: never reuse it
+        return reaper.holds(buffer.ident, reaper.submission_pids(
+            self.proc.pid, self._since, self._before))
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Ask the child to exit, then end it and every process the submission started."""
         if self.conn is not None and self.proc.poll() is None:
             try:
                 self.conn.send({"op": proto.OP_STOP})
@@ -223,12 +275,18 @@ class Child:
         self.kill()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
+        """SIGKILL the child, its group and every descendant (double-forked daemons too)."""
+        if sys.platform.startswith("linux"):
+            self.killed_processes += reaper.kill_tree(self.proc.pid, self._since, self._before,
+                                                      group=self.proc.returncode is None)
+        elif self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError, AttributeError):
                 self.proc.kill()
-            self.proc.wait()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
         for closable in (self.conn, self.listener):
             try:
                 if closable is not None:

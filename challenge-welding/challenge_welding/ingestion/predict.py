@@ -1,0 +1,193 @@
+"""Predict one set: hand its batches to the child, collect validated answers and times.
+
+Nothing here writes a file. :func:`predict_set` returns a :class:`SetAnswers`
+(arrays and timings) that the writer turns into ``PRED/<set>.parquet``.
+
+Timing. A batch's time is measured by the parent (Child.handover), from handing
+the batch over to receiving its answer, divided by the batch's size: the
+per-image ``compute_time``. Where that time is scored (the performance set,
+:data:`TIMED_SETS`), no decoding runs during a call: the next batch is decoded
+after the answer came back, so our own CPU use never lengthens the submission's
+measured time, and the next batch's pixels do not exist yet while predict()
+runs. Elsewhere decoding overlaps predict() to keep the run short.
+
+Warm-up. Before the first timed call, one untimed call on a synthetic batch
+(noise images with the first batch's shapes and metadata) leaves lazy
+initialisation out of the times; its answer is discarded. It shows no evaluation
+image, so it gives the submission nothing to precompute.
+
+Hand-over overhead. :func:`handover_overhead` times round trips that run the
+whole hand-over path (message, descriptor, mapping, views, answer) without
+calling predict(): the constant cost included in every measured time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from challenge_welding.ingestion.decode import DecodeStats, Prefetcher
+from challenge_welding.ingestion.process import Child, ChildFault
+from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
+from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
+from challenge_welding.scoring.metrics import time_percentile
+
+# The sets whose compute_time the score uses (time_p95 comes from performance).
+TIMED_SETS = ("performance",)
+PING_ROUNDS = 20
+
+
+@dataclass
+class SetAnswers:
+    """What the submission answered on one set, in the set's row order."""
+
+    name: str
+    sample_ids: list[str]
+    states: list[str]
+    probabilities: np.ndarray  # (n, 3): KO, OK, UNKNOWN
+    ood: np.ndarray  # (n,)
+    times: np.ndarray  # (n,) seconds per image, measured by the parent: the scored time
+    notes: Notes = field(default_factory=Notes)
+    timings: dict = field(default_factory=dict)
+
+
+def batch_message(op: str, index: int, items, size: int, meta, device) -> dict:
+    return {"op": op, "id": index, "size": size, "images": items, "meta": meta,
+            "device": device}
+
+
+def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> BatchBuffer:
+    """Noise images laid out as ``items``: the warm-up batch, no evaluation pixel in it."""
+    buffer = pool.take(nbytes)
+    rng = np.random.default_rng(seed)
+    for off, h, w in items:
+        buffer.view(off, h, w)[:] = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    return buffer
+
+
+def handover(child: Child, pool: BufferPool, msg: dict, buffer: BatchBuffer,
+             timeout: float | None, what: str, limit: str = "the per-batch time limit"):
+    """Child.handover, then the buffer back to the pool (or closed when still held)."""
+    try:
+        res, seconds = child.handover(msg, buffer, timeout, what, limit)
+    except BaseException:
+        buffer.close()
+        raise
+    pool.give_back(buffer, child.holds(buffer))
+    return res, seconds
+
+
+def handover_overhead(child: Child, pool: BufferPool, items, timeout: float | None,
+                      rounds: int = PING_ROUNDS) -> float:
+    """Median seconds of a hand-over round trip of a batch laid out as ``items``, without
+    predict(): message, descriptor, mapping, views, answer."""
+    nbytes = layout([(h, w) for _off, h, w in items])[1]
+    seconds = []
+    for i in range(rounds):
+        buffer = pool.take(nbytes)
+        msg = batch_message("ping", -1 - i, items, buffer.size, [], None)
+        seconds.append(handover(child, pool, msg, buffer, timeout, "a hand-over check")[1])
+    return float(np.median(seconds))
+
+
+def warm_up(child: Child, pool: BufferPool, msg: dict, what: str, timeout: float | None,
+            limit: str) -> float:
+    """The untimed warm-up call on noise shaped like ``msg``'s batch; returns its seconds."""
+    t0 = time.perf_counter()
+    buffer = synthetic_buffer(pool, msg["images"], msg["size"])
+    handover(child, pool, {**msg, "id": -1, "size": buffer.size}, buffer, timeout,
+             f"the warm-up call before {what}", limit)
+    return time.perf_counter() - t0
+
+
+def _with_what(timeout, what: str) -> tuple:
+    t, limit = timeout()
+    return t, what, limit
+
+
+def _validated(res: dict, b_ids: list[str], notes: Notes, what: str):
+    """The batch's answer checked and normalised (validate.py); ChildFault when invalid."""
+    if res.get("ignored"):
+        notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
+    try:
+        return validate_output(res["output"], b_ids, notes)
+    except OutputError as exc:
+        raise ChildFault(f"invalid output of predict() on {what}: {exc}", "", "validate") \
+            from None
+
+
+def first_call_timings(child: Child, pool: BufferPool, msg: dict, what: str, warmup: bool,
+                       timeout: Callable[[], tuple[float | None, str]]) -> dict:
+    """Before the run's first timed call: the warm-up (optional), then the hand-over
+    measurement on the same layout."""
+    timings = {"warmup_s": warm_up(child, pool, msg, what, *timeout())} if warmup else {}
+    timings["handover_overhead_s"] = handover_overhead(child, pool, msg["images"], timeout()[0])
+    timings["handover_batch"] = len(msg["images"])
+    return timings
+
+
+def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str],
+                paths: list[str], meta: list[dict], *, batch_size: int, workers: int,
+                exclusive: bool, first: bool, warmup: bool,
+                timeout: Callable[[], tuple[float | None, str]], percentile: dict,
+                progress: Callable[[int], None] = lambda n: None) -> SetAnswers:
+    """Run ``child`` over one set. Raises ChildFault on the first failure.
+
+    ``timeout()`` gives the seconds left for the next call and the name of that limit;
+    ``percentile`` is the scoring config's ``time`` section (q and method of the p95);
+    ``progress(k)`` is called after each batch of k images. When ``first`` (the run's
+    first set), the first call is preceded by :func:`first_call_timings`.
+    """
+    n = len(sample_ids)
+    batches = [paths[i:i + batch_size] for i in range(0, n, batch_size)]
+    states, probs, ood = [], [], []
+    times, child_times = np.empty(n), np.empty(n)
+    notes, stats = Notes(), DecodeStats()
+    timings: dict = {}
+    t_start = time.perf_counter()
+    # exclusive: decode a batch only after the previous answer came back, so that the measured
+    # time never shares the CPU with our decoding and no later batch exists while predict()
+    # runs; otherwise keep every core busy decoding ahead of the child
+    prefetch = Prefetcher(batches, pool, workers, 1 if exclusive else workers + 1, stats,
+                          ahead=not exclusive)
+    try:
+        for batch in prefetch:
+            lo = batch.index * batch_size
+            b_ids = sample_ids[lo:lo + len(batch.items)]
+            what = f"set {name}, batch {batch.index + 1}/{len(batches)} " \
+                   f"(samples {b_ids[0]} .. {b_ids[-1]})"
+            msg = batch_message("batch", batch.index, batch.items, batch.buffer.size,
+                                meta[lo:lo + len(batch.items)], child.device)
+            try:
+                if first:
+                    first = False
+                    timings.update(first_call_timings(child, pool, msg, what, warmup, timeout))
+            except BaseException:
+                batch.buffer.close()  # not handed over: ours to free
+                raise
+            res, seconds = handover(child, pool, msg, batch.buffer, *_with_what(timeout, what))
+            v = _validated(res, b_ids, notes, what)
+            states += v.states
+            probs.append(v.probabilities)
+            ood.append(v.ood)
+            times[lo:lo + len(b_ids)] = seconds / len(b_ids)
+            child_times[lo:lo + len(b_ids)] = float(res.get("seconds") or 0.0) / len(b_ids)
+            progress(len(b_ids))
+    finally:
+        prefetch.close()
+    wall = time.perf_counter() - t_start
+    q, method = percentile["percentile"], percentile["method"]
+    timings.update({
+        "n": n, "wall_s": wall, "exclusive": exclusive,
+        "predict_s": float(times.sum()),
+        "child_predict_s": float(child_times.sum()),  # the child's own clock: diagnostic only
+        "decode_s": stats.seconds, "decode_wait_s": prefetch.wait_s,
+        "images_per_s": n / wall if wall > 0 else float("inf"),
+        "time_median": float(np.median(times)) if n else 0.0,
+        "time_p95": time_percentile(times, q, method)})
+    return SetAnswers(name, list(sample_ids), states,
+                      np.concatenate(probs) if probs else np.zeros((0, 3)),
+                      np.concatenate(ood) if ood else np.zeros(0), times, notes, timings)

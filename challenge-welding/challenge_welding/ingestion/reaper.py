@@ -1,0 +1,219 @@
+"""Keep every process the submission starts within reach, and end them all.
+
+On Linux the ingestion makes itself a child subreaper (``prctl``): a process the
+submission double-forks (a daemon that escapes its session with ``setsid``) is
+re-parented to the ingestion when its parent exits, instead of to init. On
+Codabench the ingestion is the container's PID 1, which gets orphans anyway.
+:func:`kill_tree` then finds the submission's processes as the descendants of
+the processes started since the child (a /proc walk), and SIGKILLs them round
+after round until none is left: a process forking while it is killed is caught
+in the next round.
+
+The ingestion also makes itself non-dumpable while the submission runs, so a
+process of the same user cannot read its memory or open its descriptors through
+/proc (the next batch's images live there). This does not stop a process with
+CAP_SYS_PTRACE (root in a container that grants it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+from contextlib import contextmanager
+
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+@contextmanager
+def guarded():
+    """While inside: subreaper and non-dumpable (Linux); both restored on exit.
+
+    Yields whether the subreaper could be set (False off Linux)."""
+    prctl = _prctl()
+    if prctl is None:
+        yield False
+        return
+    was = ctypes.c_int(0)
+    prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+    ok = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        yield ok
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
+        if dumpable > 0:
+            prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+
+
+def _stat(pid: int) -> tuple[int, str, int] | None:
+    """(parent pid, state letter, start time in clock ticks) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def process_table() -> dict[int, tuple[int, str, int]]:
+    """{pid: (ppid, state, start ticks)} of every visible process (empty without /proc)."""
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if name.isdigit():
+            info = _stat(int(name))
+            if info is not None:
+                table[int(name)] = info
+    return table
+
+
+def start_ticks(pid: int) -> int:
+    info = _stat(pid)
+    return info[2] if info else 0
+
+
+def submission_processes(child_pid: int, since: int, before: set[int],
+                         table: dict | None = None) -> set[int]:
+    """Live processes of the submission: the child's subtree, and the subtree of any direct
+    child of ours that is new (not in ``before``, started at or after ``since``): orphans the
+    submission left behind, re-parented to us as the subreaper."""
+    table = process_table() if table is None else table
+    me = os.getpid()
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _state, _start) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    # the child itself only while it is the process we started (a reaped pid can be reused)
+    roots = [child_pid] if child_pid in table and table[child_pid][2] == since else []
+    roots += [pid for pid in kids.get(me, []) if pid != child_pid and pid not in before
+              and table[pid][2] >= since]
+    found, stack = set(), roots
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found.add(pid)
+            stack.extend(kids.get(pid, []))
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children from /proc/<pid>/task/*/children (every thread: an orphan is given to
+    one of the subreaper's threads). Raises OSError where the kernel lacks that file."""
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            raise
+    return kids
+
+
+def submission_pids(child_pid: int, since: int, before: set[int]) -> set[int]:
+    """:func:`submission_processes` walking down from the child and from us through the
+    ``children`` files: a few reads instead of one per process of the machine (it runs
+    after every batch). Falls back to the full table without those files."""
+    try:
+        me = os.getpid()
+        roots = [child_pid] if start_ticks(child_pid) == since else []
+        roots += [p for p in _children(me) if p != child_pid and p not in before
+                  and start_ticks(p) >= since]
+        found, stack = set(), roots
+        while stack:
+            pid = stack.pop()
+            if pid not in found:
+                found.add(pid)
+                try:
+                    stack.extend(_children(pid))
+                except FileNotFoundError:
+                    pass  # it ended meanwhile
+        return found
+    except OSError:
+        return submission_processes(child_pid, since, before)
+
+
+def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
+              timeout: float = 10.0) -> int:
+    """SIGKILL the child's process group and every submission process; reap ours.
+
+    Returns how many processes were killed one by one (the child excluded). Rounds
+    repeat until a scan finds none left, zombies included, or ``timeout`` passes."""
+    if group:  # only while the child is not reaped: its pid, hence its group id, is still its own
+        try:
+            os.killpg(child_pid, signal.SIGKILL)  # the child made its own session (setsid)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    me = os.getpid()
+    while True:
+        table = process_table()
+        procs = submission_processes(child_pid, since, before, table)
+        live = [p for p in procs if table[p][1] != "Z"]
+        for pid in live:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in procs:  # reap the zombies that are ours (not the child: Popen reaps it)
+            if pid != child_pid and table[pid][0] == me:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        # done when nothing is left but the child's own zombie (Popen reaps that one)
+        if all(p == child_pid and table[p][1] == "Z" for p in procs) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    killed.discard(child_pid)
+    return len(killed)
+
+
+def holds(ident: tuple[int, int], pids) -> bool:
+    """Whether any of ``pids`` maps the file ``ident`` (st_dev, st_ino) or has a descriptor
+    of it. Unreadable /proc entries count as holding it (the safe answer)."""
+    dev, ino = ident
+    dev_text = f"{os.major(dev):02x}:{os.minor(dev):02x}"
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as fh:
+                for line in fh:
+                    fields = line.split(None, 5)
+                    if len(fields) >= 5 and fields[4] == str(ino).encode() \
+                            and fields[3].decode() == dev_text:
+                        return True
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:
+            continue  # the process has ended
+        except OSError:
+            return True
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile, or not a file
+            if (st.st_dev, st.st_ino) == ident:
+                return True
+    return False
