@@ -1,4 +1,4 @@
-"""Names fixed by the contracts (shared/CONTRACTS.md)."""
+"""Names fixed by the contracts (docs/contracts.md)."""
 
 SET_NAMES = ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift")
 CLASSES = ("KO", "OK")

@@ -3,7 +3,7 @@ scoring (scoring.inputs, per set), so that both treat a value the same way.
 
 Pure functions over numpy arrays; each returns masks (which rows break which
 rule) and the cleaned values, and the caller words the message (sample, set,
-column). The rules (what the challenge announced to participants, SPEC "Inputs"):
+column). The rules (what the challenge announced to participants, docs/scoring.md "Inputs"):
 
 - ``predicted_state`` in KO, OK, UNKNOWN; case and surrounding whitespace are
   normalised (a warning); anything else is an error.

@@ -110,7 +110,7 @@ def proxy_objective(y, seams, states, probs, cost, weights, default_w, counts):
 
     ``counts`` (B x n) says how often each sample appears in each of B bootstrap
     resamples; every term is returned per resample (arrays of length B). The
-    formulas are those of shared/SPEC.md: seam-weighted mean costs, OP against
+    formulas are those of docs/scoring.md: seam-weighted mean costs, OP against
     the human-only process (UNKNOWN everywhere), F1 of KO, UOP, and the
     class-wise ECE approximated by its per-sample form (mean 1 - r on KO, mean
     r on OK).

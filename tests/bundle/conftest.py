@@ -1,4 +1,4 @@
-"""A tiny evaluation-data folder in the contract layout (CONTRACTS.md), a tiny real
+"""A tiny evaluation-data folder in the contract layout (docs/contracts.md), a tiny real
 submission folder, and the bundle built from them once per session."""
 
 from __future__ import annotations

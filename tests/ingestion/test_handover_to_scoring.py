@@ -1,4 +1,4 @@
-"""The predictions `ingest` writes are what `score` reads (CONTRACTS.md, "Predictions")."""
+"""The predictions `ingest` writes are what `score` reads (docs/contracts.md, "Predictions")."""
 
 import json
 from pathlib import Path

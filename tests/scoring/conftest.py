@@ -1,7 +1,7 @@
 """Fixtures of the scoring tests: a label-only reference-data folder in the build-sets format.
 
 ``make_reference`` writes the six DATA/reference_data/<set>.parquet files with
-realistic sizes and class mix (CONTRACTS.md, "Evaluation data"): about 5 % KO,
+realistic sizes and class mix (docs/contracts.md, "Evaluation data"): about 5 % KO,
 seams c102/c20/c33 (39/22/39 %) everywhere except generalization (c19, c34,
 c101), robustness as perturbation/level ladders around a clean copy, balanced
 OOD sets, and an ordered drift whose last fifth is labelled OOD.

@@ -18,7 +18,7 @@ def frames(reference_dir, tmp_path_factory):
 
 
 def _op(frame, config):
-    """OP by pandas group-bys, straight from the SPEC's words."""
+    """OP by pandas group-bys, straight from the words of docs/scoring.md."""
     cost = config["cost"]
     f = frame.assign(c=[cost[t][p] for t, p in zip(frame["class"], frame["predicted_state"])],
                      ideal=[cost[t][t] for t in frame["class"]],

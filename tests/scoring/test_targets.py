@@ -1,4 +1,4 @@
-"""Validation targets of SPEC.md: the virtual solutions on calibrated reference data.
+"""Validation targets of docs/scoring.md: the virtual solutions on calibrated reference data.
 
 The reference folder is label-only, in the build-sets format (conftest.make_reference),
 calibrated as build-sets does; predictions go through the files (make_virtual ->

@@ -111,7 +111,7 @@ def find_repo_root(start: str | Path | None = None) -> Path:
 
 
 def check_data(data_dir: Path) -> None:
-    """The DATA layout of CONTRACTS.md; one error listing every missing file."""
+    """The DATA layout of docs/contracts.md; one error listing every missing file."""
     if not data_dir.is_dir():
         raise ChallengeError(f"{data_dir}: no such folder (run `challenge-welding build-sets`)")
     needed = [data_dir / "input_data" / s / "metadata.parquet" for s in SET_NAMES]

@@ -1,7 +1,7 @@
 """Build the six evaluation sets (and the public training split) from a source dataset.
 
 Input: any dataset in the challenge's published format (ROOT/metadata/ds_meta.parquet +
-images). Output: the layout of shared/CONTRACTS.md ("Evaluation data"). Steps:
+images). Output: the layout of docs/contracts.md ("Evaluation data"). Steps:
 
 1. read and check the source (columns, classes, seams, files, sha256, decodability):
    every fault found is reported at once, before anything is written;

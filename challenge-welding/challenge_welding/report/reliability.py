@@ -5,7 +5,7 @@ bin_index): the count, and the mean confidence and accuracy when the bin holds a
 least ``min_samples`` samples (a smaller bin is shown as its count only: with one
 sample, its accuracy is that sample's label). The ECE is scoring.metrics'
 expected_calibration_error on all samples: an empty subset gives 0, recorded by the
-score (SPEC: "NaN subset -> treated as 0 and reported").
+score (docs/scoring.md: "NaN subset -> treated as 0 and reported").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Error-retention curves and R-AUC (Shifts, Malinin et al. 2021; SPEC "Reported beyond the score").
+"""Error-retention curves and R-AUC (Shifts, Malinin et al. 2021; docs/scoring.md "Reported beyond the score").
 
 Samples are retained from the most to the least certain; a rejected sample takes the
 oracle's answer (error 0). With e_k the per-sample error sorted by increasing
@@ -20,7 +20,7 @@ Lower is better for all three. An empty set gives NaN (reported as undefined).
 Errors used here (written by hand: no library computes cost-weighted retention curves):
 - misclassification: predicted state != true class, UNKNOWN counts as an error;
 - excess cost: seam-weight-adjusted cost of the prediction minus that of the true class,
-  divided by C(human) - C(ideal), so that the curve ends at the set's OP (SPEC); the costs
+  divided by C(human) - C(ideal), so that the curve ends at the set's OP (docs/scoring.md); the costs
   and seam weights are the score's own (scoring.metrics).
 
 Published curves are cut at fixed retention steps (scoring.disclosure.curve_steps): a

@@ -1,10 +1,10 @@
-"""Subjective-logic trust opinions on a classifier's probabilities (Ouattara 2024, SPEC "Reported beyond the score").
+"""Subjective-logic trust opinions on a classifier's probabilities (Ouattara 2024, docs/scoring.md "Reported beyond the score").
 
 Written by hand on numpy: no PyPI package for subjective logic is well kept, and the
 operators needed here are a few lines each.
 
 For a class c, samples are put in M equal-width bins of the binary probability of c,
-``q_c = p_c / (p_KO + p_OK)`` (0.5 when both are 0, the ECE convention of SPEC), bin
+``q_c = p_c / (p_KO + p_OK)`` (0.5 when both are 0, the ECE convention of docs/scoring.md), bin
 m = [m/M, (m+1)/M), the last bin closed. With RP_i the bin centre, n_i the samples in
 bin i and t_i those of them whose true class is c:
 

@@ -1,4 +1,4 @@
-"""The scoring engine (shared/SPEC.md), a functional core and a thin shell.
+"""The scoring engine (docs/scoring.md), a functional core and a thin shell.
 
 Core (pure numpy, no I/O):
   metrics    each criterion (seam-weighted cost, OP, UOP, F-beta, ECE, AUROC, time percentile, level AUC)

@@ -1,7 +1,7 @@
 """Calibrate the rescaling breakpoints on a reference-data folder.
 
 alpha1 of each KPI = its raw value for the virtual solution ``full_unknown``,
-alpha2 = its raw value for ``good`` (shared/SPEC.md, "Rescaling and final
+alpha2 = its raw value for ``good`` (docs/scoring.md, "Rescaling and final
 score"); both are written into ``reference_dir/scoring.yaml``, starting from
 the file already there (or ``config_path``, or the packaged default), so an
 organiser's other settings are kept.

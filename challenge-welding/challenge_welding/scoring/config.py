@@ -1,6 +1,6 @@
 """The scoring configuration: load a YAML file and validate every coefficient.
 
-Every number of the score comes from here (shared/SPEC.md defaults live in
+Every number of the score comes from here (docs/scoring.md defaults live in
 ``default_scoring.yaml``). Validation is strict so that a typo in an organiser's
 config cannot silently change the score: an unknown key, a missing key, a value
 of the wrong type or shape, a negative cost or a weight vector that does not sum
@@ -101,7 +101,7 @@ SCHEMA = {
     },
 }
 
-# Weight vectors the SPEC defines as summing to 1 (path of the mapping, keys summed).
+# Weight vectors docs/scoring.md defines as summing to 1 (path of the mapping, keys summed).
 SUMS_TO_ONE = (
     (("final_weights",), KPI_KEYS),
     (("kpis", "robustness", "weights"), PERTURBATIONS),

@@ -3,7 +3,7 @@
 On Codabench the submission runs as the same user as the ingestion and can
 write the prediction folder, and a submission carrying its own ``metadata.yaml``
 is run by the worker as a second container beside the ingestion. So before a
-prediction is read, the scorer requires (issue 10, CONTRACTS.md):
+prediction is read, the scorer requires (issue 10, docs/contracts.md):
 
 * where the worker's ``metadata`` file (YAML, written by Codabench after the
   ingestion; the worker refuses to run if one already exists, so a submission

@@ -1,7 +1,7 @@
 """Virtual reference solutions: prediction files built from the labels, as the protocol did.
 
 The protocol validated its ranking with "manually constructed inference files";
-these are ours, reproducible from a seed. What each kind means (SPEC,
+these are ours, reproducible from a seed. What each kind means (docs/scoring.md,
 "Validation targets" and "Note on UOP"):
 
 * ``perfect``: the truth, one-hot; UNKNOWN with OOD score 2 on samples labelled

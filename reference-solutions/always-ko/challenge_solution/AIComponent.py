@@ -1,7 +1,7 @@
 """Naive baseline: always answers KO with full confidence and no OOD signal.
 
 A reference point of the leaderboard, not a useful component: the score must
-rate it low (shared/SPEC.md, validation targets).
+rate it low (docs/scoring.md, validation targets).
 """
 
 import numpy as np
