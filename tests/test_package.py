@@ -23,8 +23,20 @@ def test_both_interface_import_paths_are_the_same_class():
 
 def test_every_contract_command_is_registered():
     for name in ("synth", "build-sets", "ingest", "score", "virtual", "evaluate", "leaderboard",
-                 "demo", "bundle", "check-submission", "calibrate"):
+                 "demo", "bundle", "check-submission", "calibrate", "dry-run"):
         assert name in cli.COMMANDS
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
+def test_every_command_documents_its_exit_status(name):
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[name]
+    text = " ".join(sub.format_help().split())
+    status = text.split("exit status:")[1]
+    assert status.lstrip().startswith("0") and "2" in status and "bad input or usage" in status
+    # the commands that run a submission say when it failed (1)
+    if name in ("ingest", "score", "evaluate", "check-submission", "dry-run"):
+        assert "1 = the submission failed" in status or "1 the submission failed" in status
 
 
 def test_console_script_runs_and_prints_help():

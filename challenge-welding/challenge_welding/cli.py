@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from challenge_welding import __version__
-from challenge_welding.errors import ChallengeError
+from challenge_welding.errors import ChallengeError, exit_status_help
 
 # command name -> module under challenge_welding.commands
 COMMANDS = {
@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"challenge_welding.commands.{module_name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
+        if p.epilog is None:  # every command documents its exit status, the same way
+            p.epilog = exit_status_help(getattr(module, "FAILED", None))
         p.set_defaults(_run=module.run)
     return parser
 

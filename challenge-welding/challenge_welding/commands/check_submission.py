@@ -1,6 +1,7 @@
 """Check a submission folder or zip before uploading it."""
 
 HELP = "Check a submission folder or zip before uploading it."
+FAILED = "the check found an error: the submission or, when said, the evaluator image"
 
 
 def add_arguments(parser):

@@ -2,6 +2,7 @@
 
 HELP = ("Replay Codabench's compute worker (prediction + scoring steps) on a submission, "
         "in containers through the Docker Engine API (Docker, or Podman's API service).")
+FAILED = "the replayed worker marks the submission failed: an ingestion or scoring step failed or timed out"
 
 
 def add_arguments(parser):
