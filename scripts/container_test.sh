@@ -100,7 +100,10 @@ WORK="$(cd "$WORK" && pwd)"
 if [ -z "$DATA" ]; then
   step "demo data (synth + build-sets) in $WORK"
   [ -d "$WORK/synth" ] || "$CW" synth --out "$WORK/synth" --n 600 --seed 0
-  [ -d "$WORK/DATA/reference_data" ] || "$CW" build-sets --source "$WORK/synth" --out "$WORK/DATA" --seed 0
+  # the organisers' route: the published layout, unseen seams and OOD photos as separate inputs
+  DS="$WORK/synth/challenge-welding/datasets"
+  [ -d "$WORK/DATA/reference_data" ] || "$CW" build-sets --source "$DS/synthetic" \
+      --unseen-source "$DS/synthetic_unseen" --ood-source "$WORK/synth/ood_photos" --out "$WORK/DATA" --seed 0
   DATA="$WORK/DATA"
 fi
 if [ -z "$SOLUTION" ]; then
