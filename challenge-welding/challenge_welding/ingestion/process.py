@@ -140,6 +140,7 @@ def _raise_oom_score() -> None:  # runs in the child before exec
     except OSError:
         pass
     os.setsid()  # own process group: a kill also ends processes the submission spawned
+    reaper.drop_ptrace()  # cannot read the evaluator's memory or descriptors, even as root
 
 
 class Child:
@@ -263,6 +264,11 @@ class Child:
             return True  # cannot tell: never reuse it
         return reaper.holds(buffer.ident, reaper.submission_pids(
             self.proc.pid, self._since, self._before))
+
+    def can_ptrace(self) -> bool:
+        """Whether the child could read the evaluator's memory and descriptors (CAP_SYS_PTRACE
+        kept): then nothing may be decoded ahead of its hand-over."""
+        return not sys.platform.startswith("linux") or reaper.can_ptrace(self.proc.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the child to exit, then end it and every process the submission started."""

@@ -12,7 +12,9 @@ in the next round.
 The ingestion also makes itself non-dumpable while the submission runs, so a
 process of the same user cannot read its memory or open its descriptors through
 /proc (the next batch's images live there). This does not stop a process with
-CAP_SYS_PTRACE (root in a container that grants it).
+CAP_SYS_PTRACE (root in a container that grants it), so the child drops that
+capability from its bounding set before it execs (:func:`drop_ptrace`; root keeps
+the others) and the parent checks it is gone (:func:`can_ptrace`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contextlib import contextmanager
 
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+PR_CAPBSET_DROP, CAP_SYS_PTRACE, PR_SET_NO_NEW_PRIVS = 24, 19, 38
 
 
 def _prctl():
@@ -58,6 +61,33 @@ def guarded():
         prctl(PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
         if dumpable > 0:
             prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+
+
+def drop_ptrace() -> None:
+    """In a forked child before exec: drop CAP_SYS_PTRACE from the bounding set (needs
+    CAP_SETPCAP, which root has), so that nothing the exec'd program or a descendant runs
+    holds it, even as root; and set no_new_privs, so that a non-root process cannot gain it
+    by executing a setuid or file-capability program."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def can_ptrace(pid: int) -> bool:
+    """Whether ``pid`` holds CAP_SYS_PTRACE (effective or permitted set) or may gain it (in
+    its bounding set without no_new_privs: root's exec, or a setuid program); True when
+    /proc cannot tell (the safe answer)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            st = {k: int(v, 16) for k, _, v in (line.partition(":\t") for line in fh)
+                  if k in ("CapEff", "CapPrm", "CapBnd", "NoNewPrivs")}
+    except (OSError, ValueError):
+        return True
+    if len(st) < 4:
+        return True
+    holds = (st["CapEff"] | st["CapPrm"]) >> CAP_SYS_PTRACE & 1
+    return bool(holds or (st["CapBnd"] >> CAP_SYS_PTRACE & 1 and not st["NoNewPrivs"]))
 
 
 def _stat(pid: int) -> tuple[int, str, int] | None:
