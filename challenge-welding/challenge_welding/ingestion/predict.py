@@ -73,13 +73,13 @@ def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> Bat
 
 def handover(child: Child, pool: BufferPool, msg: dict, buffer: BatchBuffer,
              timeout: float | None, what: str, limit: str = "the per-batch time limit"):
-    """Child.handover, then the buffer back to the pool (or closed when still held)."""
+    """Child.handover, then the buffer back to the pool (reused later only if not held)."""
     try:
         res, seconds = child.handover(msg, buffer, timeout, what, limit)
     except BaseException:
         buffer.close()
         raise
-    pool.give_back(buffer, child.holds(buffer))
+    pool.hand_back(buffer)
     return res, seconds
 
 

@@ -260,10 +260,15 @@ class Child:
 
     def holds(self, buffer: BatchBuffer) -> bool:
         """Whether a process of the submission still maps the buffer or holds its descriptor."""
+        return buffer.ident in self.held([buffer.ident])
+
+    def held(self, idents) -> set:
+        """Which of the buffers ``idents`` a process of the submission still maps or holds a
+        descriptor of (one /proc pass for all)."""
         if not sys.platform.startswith("linux"):
-            return True  # cannot tell: never reuse it
-        return reaper.holds(buffer.ident, reaper.submission_pids(
-            self.proc.pid, self._since, self._before))
+            return set(idents)  # cannot tell: never reuse them
+        return reaper.held(idents, reaper.submission_pids(self.proc.pid, self._since,
+                                                          self._before))
 
     def can_ptrace(self) -> bool:
         """Whether the child could read the evaluator's memory and descriptors (CAP_SYS_PTRACE

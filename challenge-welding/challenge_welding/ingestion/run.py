@@ -388,7 +388,7 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, lo
     report.integrity["decode_ahead"] = ahead = stock_bytes > 0 and not child.can_ptrace()
     stock_bytes = stock_bytes if ahead else 0
     # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
-    pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20))
+    pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20), held=child.held)
     try:
         _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
                       deadline, stock_bytes)
