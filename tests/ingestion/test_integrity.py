@@ -300,6 +300,8 @@ def test_d_the_next_batch_cannot_be_seen_before_its_hand_over(tmp_path, env_cach
     component = PEEKER.format(colours=colours, report=str(log))
     report, out = run(tmp_path, data, env_cache, component, batch_size=1, sets=["performance"])
     assert report["status"] == "ok", report["errors"]
+    # the later batches were decoded ahead (in the ingestion's memory) while predict() ran
+    assert report["integrity"]["decode_ahead"] is True
     df = pd.read_parquet(out / "performance.parquet")
     lines = [line.split() for line in log.read_text().splitlines()]
     assert sorted({int(k) for k, _n, _p in lines}) == list(range(6))

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 
 from challenge_welding.ingestion.decode import DecodeStats, Prefetcher, read_rgb
-from challenge_welding.ingestion.protocol import BufferPool
+from challenge_welding.ingestion.protocol import STEP, BufferPool
 
 
 def make_jpegs(folder, n):
@@ -65,3 +65,28 @@ def test_exclusive_mode_never_decodes_during_predict(tmp_path):
     assert len(stats.intervals) == 12 and len(predicts) == 6
     overlaps = [(d, p) for d in stats.intervals for p in predicts if d[0] < p[1] and p[0] < d[1]]
     assert overlaps == []
+
+
+def test_exclusive_mode_decodes_in_bursts_of_the_stock_between_predicts(tmp_path):
+    paths = make_jpegs(tmp_path, 14)  # 7 batches of 2
+    batches = [paths[i:i + 2] for i in range(0, 14, 2)]
+    stats = DecodeStats()
+    pool = BufferPool(keep=10)
+    # a batch of these small images takes one buffer step (8 MiB): a stock of 3 batches,
+    # bursts of 1 (sizes not known yet), then 3, 3
+    pre = Prefetcher(batches, pool, workers=2, lookahead=1, stats=stats, ahead=False,
+                     stock_bytes=3 * STEP)
+    decoded_when_held, predicts = [], []
+    for batch in pre:
+        decoded_when_held.append(stats.images)
+        t0 = time.perf_counter()
+        time.sleep(0.02)  # the "predict" call
+        predicts.append((t0, time.perf_counter()))
+        pool.give_back(batch.buffer, held=False)
+    pre.close()
+    # batches 0 | 1 2 3 | 4 5 6: each burst wholly decoded before its first batch is held
+    assert decoded_when_held == [2, 8, 8, 8, 14, 14, 14]
+    overlaps = [(d, p) for d in stats.intervals for p in predicts if d[0] < p[1] and p[0] < d[1]]
+    assert overlaps == []
+    assert (pool.made, pool.reused) == (3, 4)  # 1, then 1 reused + 2 made, then 3 reused
+    pool.close()

@@ -108,3 +108,24 @@ def test_a_buffer_is_reused_only_when_nobody_else_holds_it():
     assert buf.fd == -1 and pool.free == []
     assert pool.take(500) is not buf and pool.made == 2
     pool.close()
+
+
+def test_handed_back_buffers_are_checked_together_when_one_is_next_needed():
+    from challenge_welding.ingestion.protocol import BufferPool
+
+    asked = []
+    pool = BufferPool(held=lambda idents: asked.append(set(idents)) or {kept.ident})
+    kept, free = pool.take(1000), pool.take(1000)
+    pool.hand_back(kept)
+    pool.hand_back(free)
+    assert asked == [] and kept.fd >= 0  # nothing checked yet: no /proc pass per batch
+    again = pool.take(500)
+    assert asked == [{kept.ident, free.ident}]  # one check for both
+    assert again is free and pool.reused == 1
+    assert kept.fd == -1  # still held by the submission: closed here, never rewritten
+    pool.close()
+    unknown = BufferPool()  # no way to tell who holds a buffer: never reused
+    buf = unknown.take(1000)
+    unknown.hand_back(buf)
+    assert buf.fd == -1 and unknown.take(1000) is not buf
+    unknown.close()

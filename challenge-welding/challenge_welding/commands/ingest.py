@@ -62,6 +62,9 @@ def add_arguments(parser):
                         help="sets in which no decoding runs while predict() runs: 'timed' "
                              "(default: the performance set, whose time is scored), 'all' "
                              "(also without a value), 'none'")
+    parser.add_argument("--decode-stock-mb", type=float, default=384.0, metavar="MB",
+                        help="memory for the batches decoded in one all-core burst between "
+                             "timed predict() calls (default 384; 0: one batch at a time)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (drawn only on a terminal; a log gets one line "
                              "per set)")
@@ -78,5 +81,5 @@ def run(args):
         total_timeout=args.total_timeout, load_timeout=args.load_timeout,
         install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
         warmup=not args.no_warmup, progress=not args.no_progress,
-        exclusive_predict=args.exclusive_predict)
+        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb)
     return 0 if report["status"] == "ok" else 1

@@ -103,16 +103,22 @@ class Prefetcher:
     that even the first batch uses every core; one assembler thread then writes
     each batch, in order, into a buffer of ``pool``. The consumer owns each yielded
     batch's buffer (hands it over, then gives it back or closes it); at most ``lookahead`` batches
-    wait decoded, so the memory held is bounded. With ``ahead=False`` the next batch
-    is decoded only once the consumer asks for it: while a batch is being predicted,
-    no decoding runs and no later batch exists anywhere in our process.
+    wait decoded, so the memory held is bounded.
+
+    With ``ahead=False`` (bursts) nothing decodes while the consumer holds a batch:
+    once the stock of decoded batches is used up and the consumer asks for the next
+    one, a stock of batches whose buffers total at most ``stock_bytes`` (at least one
+    batch) is decoded on every core, and only when all of it is ready is the first
+    yielded. So decoding runs in large all-core bursts between predict() calls, never
+    during one, and the stock lives in buffers of ours that no descriptor has left yet.
     """
 
     def __init__(self, batches: list[list[str]], pool: BufferPool, workers: int, lookahead: int,
-                 stats: DecodeStats | None = None, ahead: bool = True):
+                 stats: DecodeStats | None = None, ahead: bool = True, stock_bytes: int = 0):
         self.batches = batches
         self.pool = pool
         self.ahead = ahead
+        self.stock_bytes = stock_bytes
         self.stats = stats if stats is not None else DecodeStats()
         self.lookahead = max(1, lookahead)
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers),
@@ -120,6 +126,7 @@ class Prefetcher:
         self.assembler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assemble")
         self.converter = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rgb")
         self.pending: collections.deque = collections.deque()
+        self.ready: collections.deque = collections.deque()  # the stock of a burst
         self.next_index = 0
         self.wait_s = 0.0  # time the consumer waited for decoding (0 when decoding keeps ahead)
 
@@ -131,17 +138,37 @@ class Prefetcher:
                                                       self.converter))
             self.next_index += 1
 
+    def _stock_size(self, batch_bytes: int) -> int:
+        """Batches per burst: as many as ``stock_bytes`` holds, at least one."""
+        return max(1, self.stock_bytes // max(1, batch_bytes))
+
     def __iter__(self):
+        if not self.ahead:
+            yield from self._bursts()
+            return
         self._submit()
         while self.pending:
             t0 = time.perf_counter()
             batch = self.pending.popleft().result()
             self.wait_s += time.perf_counter() - t0
-            if self.ahead:
-                self._submit()
+            self._submit()
             yield batch
-            if not self.ahead:  # the consumer is done with this batch: decode the next now
+
+    def _bursts(self):
+        largest = 0  # bytes of the largest batch seen: sizes the next stock
+        ready = self.ready
+        while True:
+            if not ready:  # the consumer holds nothing of ours: refill on every core
+                if self.next_index >= len(self.batches):
+                    return
+                self.lookahead = self._stock_size(largest) if largest else 1
+                t0 = time.perf_counter()
                 self._submit()
+                while self.pending:  # all of the stock before the first hand-over
+                    ready.append(self.pending.popleft().result())
+                self.wait_s += time.perf_counter() - t0
+                largest = max([largest] + [b.buffer.size for b in ready])
+            yield ready.popleft()
 
     def close(self) -> None:
         for fut in self.pending:
@@ -153,3 +180,5 @@ class Prefetcher:
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 self.pool.give_back(fut.result().buffer, held=False)
         self.pending.clear()
+        while self.ready:
+            self.pool.give_back(self.ready.popleft().buffer, held=False)

@@ -6,10 +6,13 @@ Nothing here writes a file. :func:`predict_set` returns a :class:`SetAnswers`
 Timing. A batch's time is measured by the parent (Child.handover), from handing
 the batch over to receiving its answer, divided by the batch's size: the
 per-image ``compute_time``. Where that time is scored (the performance set,
-:data:`TIMED_SETS`), no decoding runs during a call: the next batch is decoded
-after the answer came back, so our own CPU use never lengthens the submission's
-measured time, and the next batch's pixels do not exist yet while predict()
-runs. Elsewhere decoding overlaps predict() to keep the run short.
+:data:`TIMED_SETS`), no decoding runs during a call: between an answer and the
+next hand-over, when the stock of decoded batches is used up, a new stock (up to
+``stock_bytes``, see Prefetcher) is decoded on every core, so our own CPU use
+never lengthens the submission's measured time and decoding still runs at the
+all-core rate. The stock's pixels sit in nameless buffers whose descriptors have
+not left our (non-dumpable) process: the submission cannot reach a batch before
+its hand-over. Elsewhere decoding overlaps predict() to keep the run short.
 
 Warm-up. Before the first timed call, one untimed call on a synthetic batch
 (noise images with the first batch's shapes and metadata) leaves lazy
@@ -70,13 +73,13 @@ def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> Bat
 
 def handover(child: Child, pool: BufferPool, msg: dict, buffer: BatchBuffer,
              timeout: float | None, what: str, limit: str = "the per-batch time limit"):
-    """Child.handover, then the buffer back to the pool (or closed when still held)."""
+    """Child.handover, then the buffer back to the pool (reused later only if not held)."""
     try:
         res, seconds = child.handover(msg, buffer, timeout, what, limit)
     except BaseException:
         buffer.close()
         raise
-    pool.give_back(buffer, child.holds(buffer))
+    pool.hand_back(buffer)
     return res, seconds
 
 
@@ -131,13 +134,14 @@ def first_call_timings(child: Child, pool: BufferPool, msg: dict, what: str, war
 
 def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str],
                 paths: list[str], meta: list[dict], *, batch_size: int, workers: int,
-                exclusive: bool, first: bool, warmup: bool,
+                exclusive: bool, first: bool, warmup: bool, stock_bytes: int = 0,
                 timeout: Callable[[], tuple[float | None, str]], percentile: dict,
                 progress: Callable[[int], None] = lambda n: None) -> SetAnswers:
     """Run ``child`` over one set. Raises ChildFault on the first failure.
 
     ``timeout()`` gives the seconds left for the next call and the name of that limit;
-    ``percentile`` is the scoring config's ``time`` section (q and method of the p95);
+    ``stock_bytes``: when ``exclusive``, the memory the decoded stock may take (0: one
+    batch at a time); ``percentile`` is the scoring config's ``time`` section (q and method of the p95);
     ``progress(k)`` is called after each batch of k images. When ``first`` (the run's
     first set), the first call is preceded by :func:`first_call_timings`.
     """
@@ -148,11 +152,12 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
     notes, stats = Notes(), DecodeStats()
     timings: dict = {}
     t_start = time.perf_counter()
-    # exclusive: decode a batch only after the previous answer came back, so that the measured
-    # time never shares the CPU with our decoding and no later batch exists while predict()
-    # runs; otherwise keep every core busy decoding ahead of the child
+    # exclusive: decode only between answer and next hand-over, in bursts of up to
+    # stock_bytes of batches on every core, so that the measured time never shares the CPU
+    # with our decoding; the stock stays in our own unsent buffers. Otherwise keep every
+    # core busy decoding ahead of the child.
     prefetch = Prefetcher(batches, pool, workers, 1 if exclusive else workers + 1, stats,
-                          ahead=not exclusive)
+                          ahead=not exclusive, stock_bytes=stock_bytes)
     try:
         for batch in prefetch:
             lo = batch.index * batch_size

@@ -140,6 +140,7 @@ def _raise_oom_score() -> None:  # runs in the child before exec
     except OSError:
         pass
     os.setsid()  # own process group: a kill also ends processes the submission spawned
+    reaper.drop_ptrace()  # cannot read the evaluator's memory or descriptors, even as root
 
 
 class Child:
@@ -259,10 +260,20 @@ class Child:
 
     def holds(self, buffer: BatchBuffer) -> bool:
         """Whether a process of the submission still maps the buffer or holds its descriptor."""
+        return buffer.ident in self.held([buffer.ident])
+
+    def held(self, idents) -> set:
+        """Which of the buffers ``idents`` a process of the submission still maps or holds a
+        descriptor of (one /proc pass for all)."""
         if not sys.platform.startswith("linux"):
-            return True  # cannot tell: never reuse it
-        return reaper.holds(buffer.ident, reaper.submission_pids(
-            self.proc.pid, self._since, self._before))
+            return set(idents)  # cannot tell: never reuse them
+        return reaper.held(idents, reaper.submission_pids(self.proc.pid, self._since,
+                                                          self._before))
+
+    def can_ptrace(self) -> bool:
+        """Whether the child could read the evaluator's memory and descriptors (CAP_SYS_PTRACE
+        kept): then nothing may be decoded ahead of its hand-over."""
+        return not sys.platform.startswith("linux") or reaper.can_ptrace(self.proc.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the child to exit, then end it and every process the submission started."""

@@ -18,7 +18,7 @@ Why a buffer per batch, reused only once nobody else holds it:
 - speed: fresh shared pages cost about as much CPU as decoding the image (page
   allocation, zeroing, freeing), so :class:`BufferPool` reuses a buffer once no
   process of the submission maps it or holds a descriptor of it any more (checked
-  in /proc, see reaper.holds), which is the usual case. A buffer still held (a
+  in /proc, see reaper.held), which is the usual case. A buffer still held (a
   component keeping images) is left to its holder and a new one is made.
 
 A memfd lives in RAM outside /dev/shm, so a container's 64 MB /dev/shm does not
@@ -115,16 +115,44 @@ STEP = 8 << 20  # buffer sizes in 8 MiB steps, so that a buffer fits later batch
 
 
 class BufferPool:
-    """Batch buffers to reuse: a buffer comes back only when nobody else holds it."""
+    """Batch buffers to reuse: a buffer comes back only when nobody else holds it.
 
-    def __init__(self, keep: int = 4, dirs: list[str] | None = None):
-        self.keep, self.dirs = keep, dirs
+    ``held(idents) -> set`` (optional) tells which buffers the submission still holds:
+    buffers handed back with :meth:`hand_back` are checked with it all at once, when a
+    buffer is next needed (one /proc pass per refill instead of one per batch, and
+    never while a timed call runs, since no buffer is taken then)."""
+
+    def __init__(self, keep: int = 4, dirs: list[str] | None = None, held=None):
+        self.keep, self.dirs, self.held = keep, dirs, held
         self.free: list[BatchBuffer] = []
+        self.returned: list[BatchBuffer] = []  # handed back, not checked yet
         self.lock = threading.Lock()
         self.made = self.reused = 0
 
+    def hand_back(self, buffer: BatchBuffer) -> None:
+        """A buffer back from the submission; whether it still holds it is checked later."""
+        if self.held is None:
+            buffer.close()  # nobody can tell: never reuse it
+            return
+        with self.lock:
+            self.returned.append(buffer)
+
+    def _settle(self) -> None:
+        """Check the returned buffers at once: free the ones nobody holds (lock held)."""
+        if not self.returned:
+            return
+        returned, self.returned = self.returned, []
+        held = self.held({b.ident for b in returned})
+        for buffer in returned:
+            if buffer.ident not in held and buffer.mm is not None \
+                    and len(self.free) < self.keep:
+                self.free.append(buffer)
+            else:
+                buffer.close()
+
     def take(self, nbytes: int) -> BatchBuffer:
         with self.lock:
+            self._settle()
             fits = [b for b in self.free if b.size >= nbytes and b.mm is not None]
             if fits:
                 buffer = min(fits, key=lambda b: b.size)
@@ -144,9 +172,10 @@ class BufferPool:
 
     def close(self) -> None:
         with self.lock:
-            for buffer in self.free:
+            for buffer in self.free + self.returned:
                 buffer.close()
             self.free.clear()
+            self.returned.clear()
 
 
 def layout(shapes: list[tuple[int, int]]) -> tuple[list[tuple[int, int, int]], int]:

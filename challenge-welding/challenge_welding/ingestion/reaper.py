@@ -12,7 +12,9 @@ in the next round.
 The ingestion also makes itself non-dumpable while the submission runs, so a
 process of the same user cannot read its memory or open its descriptors through
 /proc (the next batch's images live there). This does not stop a process with
-CAP_SYS_PTRACE (root in a container that grants it).
+CAP_SYS_PTRACE (root in a container that grants it), so the child drops that
+capability from its bounding set before it execs (:func:`drop_ptrace`; root keeps
+the others) and the parent checks it is gone (:func:`can_ptrace`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contextlib import contextmanager
 
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+PR_CAPBSET_DROP, CAP_SYS_PTRACE, PR_SET_NO_NEW_PRIVS = 24, 19, 38
 
 
 def _prctl():
@@ -58,6 +61,33 @@ def guarded():
         prctl(PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
         if dumpable > 0:
             prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+
+
+def drop_ptrace() -> None:
+    """In a forked child before exec: drop CAP_SYS_PTRACE from the bounding set (needs
+    CAP_SETPCAP, which root has), so that nothing the exec'd program or a descendant runs
+    holds it, even as root; and set no_new_privs, so that a non-root process cannot gain it
+    by executing a setuid or file-capability program."""
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def can_ptrace(pid: int) -> bool:
+    """Whether ``pid`` holds CAP_SYS_PTRACE (effective or permitted set) or may gain it (in
+    its bounding set without no_new_privs: root's exec, or a setuid program); True when
+    /proc cannot tell (the safe answer)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            st = {k: int(v, 16) for k, _, v in (line.partition(":\t") for line in fh)
+                  if k in ("CapEff", "CapPrm", "CapBnd", "NoNewPrivs")}
+    except (OSError, ValueError):
+        return True
+    if len(st) < 4:
+        return True
+    holds = (st["CapEff"] | st["CapPrm"]) >> CAP_SYS_PTRACE & 1
+    return bool(holds or (st["CapBnd"] >> CAP_SYS_PTRACE & 1 and not st["NoNewPrivs"]))
 
 
 def _stat(pid: int) -> tuple[int, str, int] | None:
@@ -194,26 +224,34 @@ def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
 def holds(ident: tuple[int, int], pids) -> bool:
     """Whether any of ``pids`` maps the file ``ident`` (st_dev, st_ino) or has a descriptor
     of it. Unreadable /proc entries count as holding it (the safe answer)."""
-    dev, ino = ident
-    dev_text = f"{os.major(dev):02x}:{os.minor(dev):02x}"
+    return bool(held([ident], pids))
+
+
+def held(idents, pids) -> set:
+    """Which of the files ``idents`` (st_dev, st_ino) one of ``pids`` maps or has a
+    descriptor of: one pass over each process's maps and descriptors for all of them.
+    An unreadable /proc entry counts as holding them all (the safe answer)."""
+    wanted = {(f"{os.major(dev):02x}:{os.minor(dev):02x}".encode(), str(ino).encode()): (dev, ino)
+              for dev, ino in idents}
+    by_stat = set(wanted.values())
+    found: set = set()
     for pid in pids:
         try:
             with open(f"/proc/{pid}/maps", "rb") as fh:
                 for line in fh:
                     fields = line.split(None, 5)
-                    if len(fields) >= 5 and fields[4] == str(ino).encode() \
-                            and fields[3].decode() == dev_text:
-                        return True
+                    if len(fields) >= 5 and (fields[3], fields[4]) in wanted:
+                        found.add(wanted[fields[3], fields[4]])
             fds = os.listdir(f"/proc/{pid}/fd")
         except FileNotFoundError:
             continue  # the process has ended
         except OSError:
-            return True
+            return by_stat
         for fd in fds:
             try:
                 st = os.stat(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue  # closed meanwhile, or not a file
-            if (st.st_dev, st.st_ino) == ident:
-                return True
-    return False
+            if (st.st_dev, st.st_ino) in by_stat:
+                found.add((st.st_dev, st.st_ino))
+    return found

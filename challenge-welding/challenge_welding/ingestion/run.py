@@ -43,7 +43,9 @@ DEFAULTS = dict(
     wheelhouse=None, no_index=False, batch_timeout=600.0, total_timeout=None,
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
+    decode_stock_mb=384,
 )
+# decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
 # exclusive_predict: in which sets no decoding runs during predict() calls
 EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
 REPORT_FILE = "ingestion.json"
@@ -216,7 +218,8 @@ def ingest(submission, input_data, output, **options) -> dict:
     threads), max_log_mb, warmup, sets (subset of SET_NAMES), progress (bars, on a
     terminal only), verbose (log lines on stderr; the log file is always written),
     keep_workdir, exclusive_predict ("timed": no decoding while predict runs on the
-    sets whose time is scored, the default; "all"; "none").
+    sets whose time is scored, the default; "all"; "none"), decode_stock_mb (memory
+    for the batches decoded in one burst between timed calls).
 
     The set files and ingestion.json are written last, from memory, once every
     process of the submission is dead: nothing the submission did to the output
@@ -234,7 +237,7 @@ def ingest(submission, input_data, output, **options) -> dict:
         versions=_versions(),
         options={k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
                                      "batch_timeout", "total_timeout", "load_timeout",
-                                     "warmup", "exclusive_predict")})
+                                     "warmup", "exclusive_predict", "decode_stock_mb")})
     log = _Log(output / LOG_FILE, opt["verbose"])
     t_start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
@@ -380,17 +383,22 @@ def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, lo
     percentile = load_config(None)["time"]
     workers = int(opt["workers"] or default_workers())
     deadline = None if not opt["total_timeout"] else time.monotonic() + float(opt["total_timeout"])
-    pool = BufferPool(keep=workers + 3)
+    stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
+    # a stock decoded ahead lives in our process: only when the child cannot read it
+    report.integrity["decode_ahead"] = ahead = stock_bytes > 0 and not child.can_ptrace()
+    stock_bytes = stock_bytes if ahead else 0
+    # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
+    pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20), held=child.held)
     try:
         _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
-                      deadline)
+                      deadline, stock_bytes)
     finally:
         pool.close()
         report.integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
 
 
 def _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
-                  deadline) -> None:
+                  deadline, stock_bytes) -> None:
     for k, (name, (df, paths)) in enumerate(sets.items()):
         n = len(df)
         report.sets[name] = {"status": "running", "n": n}
@@ -402,6 +410,7 @@ def _predict_sets(child, pool, sets, output, opt, report, log, answers, percenti
                 child, pool, name, [str(s) for s in df["sample_id"]], paths, _meta(df),
                 batch_size=int(opt["batch_size"]), workers=workers, exclusive=exclusive,
                 first=k == 0, warmup=bool(opt["warmup"]), percentile=percentile,
+                stock_bytes=stock_bytes,
                 timeout=lambda: _timeout(opt, deadline), progress=bar.update)
         except ChildFault as fault:
             report.sets[name]["status"] = "failed"
