@@ -9,7 +9,6 @@ from memory, not read back from disk.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -19,6 +18,7 @@ import pandas as pd
 
 from challenge_welding.constants import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
+from challenge_welding.scoring.provenance import sha256_bytes  # the hash the scorer checks
 
 
 def frame(answers: SetAnswers) -> pd.DataFrame:
@@ -56,7 +56,7 @@ def write_set(output: Path, answers: SetAnswers) -> tuple[str, str]:
     data = parquet_bytes(frame(answers))
     name = f"{answers.name}.parquet"
     write_atomic(output / name, data)
-    return name, hashlib.sha256(data).hexdigest()
+    return name, sha256_bytes(data)
 
 
 def write_sets(output: Path, answers: dict[str, SetAnswers]) -> dict[str, str]:
