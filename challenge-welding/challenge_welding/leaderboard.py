@@ -58,7 +58,7 @@ def read_scores(folder: Path) -> dict:
 
 def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, dict]]:
     """Score the virtual solutions on DATA/reference_data; (name, scores) per kind."""
-    from challenge_welding.scoring.score import score
+    from challenge_welding.scoring.score import write_scores
     from challenge_welding.scoring.virtual import make_virtual
 
     reference = Path(data) / "reference_data"
@@ -69,7 +69,7 @@ def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, 
         pred = Path(workdir) / kind / "predictions"
         out = Path(workdir) / kind
         make_virtual(reference, kind, pred, seed=seed)
-        score(reference, pred, out)
+        write_scores(reference, pred, out)  # reference rows: scores only, no page
         rows.append((f"virtual {kind}", read_scores(out)))
     return rows
 

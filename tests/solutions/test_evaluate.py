@@ -30,7 +30,7 @@ def data(tmp_path_factory):
 
 
 def test_cli_evaluates_a_baseline_and_matches_score(data, tmp_path):
-    from challenge_welding.scoring.score import score
+    from challenge_welding.scoring.score import write_scores as score
 
     out = tmp_path / "always-ko"
     res = subprocess.run([sys.executable, "-m", "challenge_welding", "evaluate", "--submission",

@@ -207,7 +207,7 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
                   {n: h["reference"] for n, h in inputs.hashes.items()})
 
 
-def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
+def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
     """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
 
     ``challenge_welding.pipeline.score`` is the whole output (extras and the page too).
