@@ -186,7 +186,8 @@ class MyAIComponent(AbstractAIComponent):
         n = len(input_images)
         return {"predictions": tuple([" ok"] * n), "probabilities": np.full((n, 3), 2.0),
                 "OOD_scores": np.full(n, -0.5),
-                "explainability": [np.random.rand(*im.shape[:2]) for im in input_images]}
+                "explainability": [np.random.rand(*im.shape[:2]) for im in input_images],
+                "attention": [None] * n}
 '''
 
 
@@ -199,7 +200,13 @@ def test_lenient_outputs_are_normalised_with_warnings(tmp_path, input_data, env_
     assert df["scores OOD"].tolist() == [0.0, 0.0]
     text = "\n".join(report["warnings"])
     assert "ood_real: labels normalised" in text and "renormalised" in text and "clipped" in text
-    assert "ood_real: output keys ignored: 2 sample(s), e.g. explainability" in text
+    assert "ood_real: output keys ignored: 2 sample(s), e.g. attention" in text
+    # the maps are kept (issue 20): 48x27 images -> 12x6 uint8 maps
+    from challenge_welding.scoring.explainability_io import read_explainability
+
+    maps = read_explainability(out, "ood_real")
+    assert sorted(maps) == ["ood000", "ood001"] and {m.shape for m in maps.values()} == {(6, 12)}
+    assert report["manifest"]["ood_real.explainability.parquet"]
 
 
 def fault(tmp_path, input_data, env_cache, body, **opts):

@@ -26,6 +26,7 @@ calling predict(): the constant cost included in every measured time.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,6 +37,7 @@ from challenge_welding.ingestion.decode import DecodeStats, Prefetcher
 from challenge_welding.ingestion.process import Child, ChildFault
 from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
 from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
+from challenge_welding.scoring.explainability_io import MapsWriter
 from challenge_welding.scoring.metrics import time_percentile
 
 # The sets whose compute_time the score uses (time_p95 comes from performance).
@@ -55,6 +57,7 @@ class SetAnswers:
     times: np.ndarray  # (n,) seconds per image, measured by the parent: the scored time
     notes: Notes = field(default_factory=Notes)
     timings: dict = field(default_factory=dict)
+    maps: bytes | None = None  # PRED/<set>.explainability.parquet's bytes; None: no maps
 
 
 def batch_message(op: str, index: int, items, size: int, meta, device) -> dict:
@@ -111,10 +114,19 @@ def _with_what(timeout, what: str) -> tuple:
     return t, what, limit
 
 
+_IMAGE = re.compile(r"explainability of image (\d+)\b")
+
+
 def _validated(res: dict, b_ids: list[str], notes: Notes, what: str):
     """The batch's answer checked and normalised (validate.py); ChildFault when invalid."""
     if res.get("ignored"):
         notes.add("output keys ignored", ", ".join(res["ignored"]), len(b_ids))
+    problem = res.get("error") or res.get("maps_error")
+    if problem:
+        image = _IMAGE.match(problem)  # name the sample the child's line counts by position
+        if image and int(image.group(1)) < len(b_ids):
+            problem += f" (sample {b_ids[int(image.group(1))]})"
+        raise ChildFault(f"invalid output of predict() on {what}: {problem}", "", "validate")
     try:
         return validate_output(res["output"], b_ids, notes)
     except OutputError as exc:
@@ -149,7 +161,7 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
     batches = [paths[i:i + batch_size] for i in range(0, n, batch_size)]
     states, probs, ood = [], [], []
     times, child_times = np.empty(n), np.empty(n)
-    notes, stats = Notes(), DecodeStats()
+    notes, stats, maps = Notes(), DecodeStats(), MapsWriter()
     timings: dict = {}
     t_start = time.perf_counter()
     # exclusive: decode only between answer and next hand-over, in bursts of up to
@@ -175,11 +187,13 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
                 raise
             res, seconds = handover(child, pool, msg, batch.buffer, *_with_what(timeout, what))
             v = _validated(res, b_ids, notes, what)
+            if res["maps"] is not None:
+                maps.add(b_ids, res["maps"])
             states += v.states
             probs.append(v.probabilities)
             ood.append(v.ood)
             times[lo:lo + len(b_ids)] = seconds / len(b_ids)
-            child_times[lo:lo + len(b_ids)] = float(res.get("seconds") or 0.0) / len(b_ids)
+            child_times[lo:lo + len(b_ids)] = res["seconds"] / len(b_ids)
             progress(len(b_ids))
     finally:
         prefetch.close()
@@ -195,4 +209,5 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
         "time_p95": time_percentile(times, q, method)})
     return SetAnswers(name, list(sample_ids), states,
                       np.concatenate(probs) if probs else np.zeros((0, 3)),
-                      np.concatenate(ood) if ood else np.zeros(0), times, notes, timings)
+                      np.concatenate(ood) if ood else np.zeros(0), times, notes, timings,
+                      maps.finish())

@@ -6,28 +6,30 @@ hang, flood its output), only the child ends; the parent turns it into one
 
 The scored time of a batch is measured here, in the parent, out of the
 submission's reach: from just before the hand-over message is sent to just after
-the answer is received (:meth:`Child.handover`). Ending the child ends every
+the answer is received (:meth:`Child.handover`). Every message from the child is
+read through wire.py (bounded, schema-checked, nothing unpickled); anything that
+goes wrong while the child is handled is one ChildFault line (:meth:`Child._guard`). Ending the child ends every
 process the submission started (reaper.py).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from multiprocessing.connection import Listener
-from multiprocessing.reduction import send_handle
 from pathlib import Path
 
 from challenge_welding.errors import ChallengeError
 from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import reaper
+from challenge_welding.ingestion import reaper, wire
 from challenge_welding.ingestion.protocol import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
@@ -147,10 +149,10 @@ class Child:
     def __init__(self, python: str, pythonpath: list[str], cwd: Path, log_path: Path,
                  max_log_bytes: int = 20 << 20, module: str | None = None,
                  extra_env: dict | None = None):
-        authkey = secrets.token_bytes(16)
-        self.listener = Listener(authkey=authkey)  # a Unix socket (a named pipe on Windows)
+        # a socket pair, no name and no key: the child's end is passed as a descriptor
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
-        env.update({proto.ENV_ADDRESS: self.listener.address, proto.ENV_AUTHKEY: authkey.hex(),
+        env.update({proto.ENV_FD: str(theirs.fileno()),
                     "PYTHONPATH": os.pathsep.join(pythonpath), "PYTHONUNBUFFERED": "1",
                     "PYTHONNOUSERSITE": "1", "PYTHONFAULTHANDLER": "1"})
         if module:
@@ -158,43 +160,24 @@ class Child:
         env.update(extra_env or {})
         table = reaper.process_table()
         self._before = {pid for pid, (ppid, _s, _t) in table.items() if ppid == os.getpid()}
-        self.proc = subprocess.Popen(
-            [python, str(CHILD_SCRIPT)], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None,
-            start_new_session=not sys.platform.startswith("linux") and os.name == "posix")
+        try:
+            self.proc = subprocess.Popen(
+                [python, str(CHILD_SCRIPT)], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+                preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None,
+                start_new_session=not sys.platform.startswith("linux") and os.name == "posix")
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
         self._since = reaper.start_ticks(self.proc.pid)
         self.output = CappedLog(self.proc.stdout, log_path, max_log_bytes)
-        self.conn = None
+        self.channel = wire.Channel(ours)
+        self._what = ""  # the call under way, for the child's error line
         self.killed_processes = 0  # processes of the submission still alive when it ended
 
-    # -- connection -------------------------------------------------------------------------
-    def _accept(self, timeout: float) -> None:
-        box = {}
-
-        def accept():
-            try:
-                box["conn"] = self.listener.accept()
-            except Exception as exc:  # noqa: BLE001
-                box["error"] = exc
-
-        t = threading.Thread(target=accept, daemon=True)
-        t.start()
-        deadline = time.monotonic() + timeout
-        while t.is_alive():
-            t.join(0.1)
-            if self.proc.poll() is not None and t.is_alive():
-                t.join(1.0)
-                if t.is_alive():
-                    self._fault("import", f"the child {describe_exit(self.proc.returncode)} "
-                                "before starting")
-            if time.monotonic() > deadline and t.is_alive():
-                self.kill()
-                self._fault("import", f"the child did not start within {timeout:.0f} s")
-        if "conn" not in box:
-            self._fault("import", f"the child could not connect: {box.get('error')}")
-        self.conn = box["conn"]
-
+    # -- messages ---------------------------------------------------------------------------
     def _fault(self, stage: str, line: str, details: str | None = None):
         self.kill()
         if details is None:
@@ -202,61 +185,101 @@ class Child:
             details = self.output.tail_text()
         raise ChildFault(line, details, stage)
 
-    def receive(self, timeout: float | None, what: str, stage: str,
-                limit: str = "the per-batch time limit") -> dict:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
+    def _alive(self) -> bool:
+        return self.proc.poll() is None
+
+    @contextlib.contextmanager
+    def _guard(self, what: str, stage: str, timeout: float | None, limit: str):
+        """Whatever goes wrong while the child is handled becomes one ChildFault line."""
+        try:
+            yield
+        except ChildFault:
+            raise
+        except wire.Timeout:
+            self._fault(stage, f"the submission timed out: no answer after {timeout:g} s "
+                               f"during {what} ({limit}); the child was stopped")
+        except wire.Closed:
             try:
-                if self.conn.poll(0.2):
-                    msg = self.conn.recv()
-                    break
-            except (EOFError, ConnectionError, OSError):
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
-                self._fault(stage, f"the submission {describe_exit(self.proc.poll())} during {what}")
-            if self.proc.poll() is not None and not self.conn.poll(0):
-                self._fault(stage, f"the submission {describe_exit(self.proc.returncode)} "
-                                   f"during {what}")
-            if deadline is not None and time.monotonic() > deadline:
-                self._fault(stage, f"the submission timed out: no answer after {timeout:g} s "
-                                   f"during {what} ({limit}); the child was stopped")
-        if msg.get("op") == proto.OP_ERROR:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            self._fault(stage, f"the submission {describe_exit(self.proc.poll())} during {what}")
+        except wire.WireError as exc:
+            self._fault(stage, f"the submission broke the message protocol during {what}: {exc}; "
+                               "the child was stopped")
+        except Exception as exc:  # noqa: BLE001 - any failure on our side is the run's end, not a traceback
+            self._fault(stage, f"the evaluator could not handle the submission's message during "
+                               f"{what} ({type(exc).__name__}: {str(exc)[:200]})")
+
+    def _header(self, cap: int, deadline: float | None) -> dict:
+        """The next header; the child's own error report becomes its ChildFault."""
+        header = self.channel.read_header(cap, deadline, self._alive)
+        if header["op"] == proto.OP_ERROR:
+            err = wire.check_error(header)
             self.output.join(1.0)
             where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
-                     "load_model": "load_model()", "predict": "predict()"}.get(msg["stage"],
-                                                                                msg["stage"])
-            self._fault(msg["stage"], f"the submission raised {msg['message']} in {where}"
-                        + ("" if msg["stage"] != "predict" else f" ({what})")
-                        + hint(msg["message"]), msg.get("traceback", ""))
-        return msg
+                     "load_model": "load_model()", "predict": "predict()"}[err["stage"]]
+            raise ChildFault(f"the submission raised {err['message']} in {where}"
+                             + ("" if err["stage"] != "predict" else f" ({self._what})")
+                             + hint(err["message"]), err["traceback"], err["stage"])
+        return header
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, timeout: float) -> dict:
         """Wait for the child to import the component and run load_model()."""
-        self._accept(timeout=min(timeout, 120.0))
-        return self.receive(timeout, "import and load_model()", "load_model",
-                            "the load time limit")
+        what = self._what = "import and load_model()"
+        with self._guard(what, "load_model", timeout, "the load time limit"):
+            try:
+                return wire.check_ready(self._header(proto.header_cap(0),
+                                                     time.monotonic() + timeout))
+            except ChildFault as fault:
+                self.kill()
+                raise fault
 
     def handover(self, msg: dict, buffer: BatchBuffer, timeout: float | None, what: str,
                  limit: str = "the per-batch time limit") -> tuple[dict, float]:
         """Hand a batch over and wait for the answer; return it and the seconds it took.
 
         The clock runs from just before the message leaves to just after the answer
-        arrives: the child's own clock plays no part. Returns once the child said it
-        dropped its own references ("idle"); the buffer stays the caller's (see holds)."""
-        t0 = time.perf_counter()
-        try:
-            self.conn.send(msg)
-            send_handle(self.conn, buffer.fd, self.proc.pid)
-        except (OSError, ValueError):
-            self._fault("predict", f"the submission {describe_exit(self.proc.poll())} "
-                                   "before receiving a batch")
-        res = self.receive(timeout, what, "predict", limit)
-        seconds = time.perf_counter() - t0
-        self.receive(timeout, what, "predict", limit)  # "idle"
-        return res, seconds
+        (header and arrays) arrives: the child's own clock plays no part. The maps follow
+        the answer, outside the clock. Returns once the child said it dropped its own
+        references ("idle"); the buffer stays the caller's (see holds). The answer:
+        {"output": dict with the arrays, "seconds", "ignored", "error", "maps", "maps_error"}.
+        """
+        self._what = what
+        ident, nonce = msg["id"], secrets.token_hex(8)  # fresh per hand-over: no early answer
+        shapes = [(h, w) for _off, h, w in msg["images"]]
+        cap = proto.header_cap(len(shapes))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._guard(what, "predict", timeout, limit):
+            try:
+                self.channel.check_quiet()
+                t0 = time.perf_counter()
+                self.channel.send({**msg, "nonce": nonce}, buffer.fd, timeout)
+                header = self._header(cap, deadline)
+                arrays = wire.check_result(header, ident, nonce, len(shapes))
+                values = self.channel.read_arrays(arrays, deadline, self._alive)
+                seconds = time.perf_counter() - t0
+                maps = maps_error = None
+                if header["maps"]:
+                    head = self._header(cap, deadline)
+                    maps = self.channel.read_arrays(
+                        wire.check_maps(head, ident, nonce, shapes), deadline, self._alive)
+                    maps_error = head.get("error")
+                idle = self._header(proto.header_cap(0), deadline)
+                wire.check_op(idle, (proto.OP_IDLE,), f"the end of batch {ident}")
+                wire.check_tag(idle, ident, nonce)
+                output = header.get("output")
+                if isinstance(output, dict):
+                    output = {**output, **{name: v for (name, _d, _s), v in zip(arrays, values)}}
+                answer = {"output": output, "seconds": float(header["seconds"]),
+                          "ignored": [wire.one_line(k, 100) for k in header["ignored"]],
+                          "error": header.get("error") and wire.one_line(header["error"]),
+                          "maps": maps, "maps_error": maps_error and wire.one_line(maps_error)}
+            except ChildFault as fault:
+                self.kill()
+                raise fault
+        return answer, seconds
 
     def holds(self, buffer: BatchBuffer) -> bool:
         """Whether a process of the submission still maps the buffer or holds its descriptor."""
@@ -277,11 +300,11 @@ class Child:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the child to exit, then end it and every process the submission started."""
-        if self.conn is not None and self.proc.poll() is None:
+        if self.proc.poll() is None:
             try:
-                self.conn.send({"op": proto.OP_STOP})
+                self.channel.send({"op": proto.OP_STOP}, None, 1.0)
                 self.proc.wait(timeout)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
+            except (wire.Timeout, wire.Closed, OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
 
@@ -298,10 +321,8 @@ class Child:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        for closable in (self.conn, self.listener):
-            try:
-                if closable is not None:
-                    closable.close()
-            except OSError:
-                pass
+        try:
+            self.channel.close()
+        except OSError:
+            pass
         self.output.join()

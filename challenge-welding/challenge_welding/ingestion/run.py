@@ -1,10 +1,11 @@
 """``ingest``: run a submission over the evaluation sets and write its predictions.
 
-Pipeline: unpack -> environment (cached) -> child process (import, load_model)
--> per set: predict.py (decode, hand over, time, validate; answers kept in
-memory; the set's file written at once, for resilience) -> the child and every
-process it started are killed -> write.py rewrites every set file from memory
--> ``PRED/ingestion.json`` with the files' sha256 manifest, written last.
+Pipeline (one :class:`Ingestion` object per run): unpack -> environment
+(cached) -> child process (import, load_model) -> per set: predict.py (decode,
+hand over, time, validate; answers kept in memory) -> the child and every
+process it started are killed -> write.py cleans the output folder and writes
+every file from memory through a private folder -> ``PRED/ingestion.json`` with
+the files' sha256 manifest, written last.
 
 A faulty submission never raises here: the fault becomes one line in the log
 and in ingestion.json (with the submission's traceback), the sets finished
@@ -20,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,7 +37,9 @@ from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
 from challenge_welding.ingestion.process import Child, ChildFault
 from challenge_welding.ingestion.protocol import BufferPool
-from challenge_welding.ingestion.write import write_json, write_set, write_sets
+from challenge_welding.ingestion.write import clean_output, publish, report_bytes, set_files
+from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 
 # The starter kit's perform_grouped_inference() defaults to batch_size=10.
 DEFAULTS = dict(
@@ -51,6 +55,7 @@ EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False:
 REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
 SUBMISSION_LOG = "submission_output.log"
+INSTALL_LOG = "install.log"
 
 
 @dataclass
@@ -221,208 +226,249 @@ def ingest(submission, input_data, output, **options) -> dict:
     sets whose time is scored, the default; "all"; "none"), decode_stock_mb (memory
     for the batches decoded in one burst between timed calls).
 
-    The set files and ingestion.json are written last, from memory, once every
-    process of the submission is dead: nothing the submission did to the output
-    folder survives, and ingestion.json's manifest holds each file's sha256.
+    Every file of the output is written last, from memory, once every process of the
+    submission is dead (write.py): nothing the submission did to the output folder
+    survives, and ingestion.json's manifest holds each file's sha256.
     """
-    opt = _options(options)
-    submission, input_data, output = Path(submission), Path(input_data), Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    for name in opt["sets"]:  # stale predictions from an earlier run must never be scored
-        (output / f"{name}.parquet").unlink(missing_ok=True)
-    for stale in (REPORT_FILE, "install.log", SUBMISSION_LOG):
-        (output / stale).unlink(missing_ok=True)
-    report = RunReport(
-        submission=str(submission), input_data=str(input_data), output=str(output),
-        versions=_versions(),
-        options={k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
-                                     "batch_timeout", "total_timeout", "load_timeout",
-                                     "warmup", "exclusive_predict", "decode_stock_mb")})
-    log = _Log(output / LOG_FILE, opt["verbose"])
-    t_start = time.perf_counter()
-    workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
-    if opt["keep_workdir"]:
-        report.workdir = str(workdir)
-    answers: dict[str, SetAnswers] = {}
-    failure = None
-    try:
-        with reaper.guarded() as subreaper:
-            report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
-                                "subreaper": subreaper}
-            try:
-                sets = _load_sets(input_data, opt["sets"], log, report)
-                _run_submission(submission, workdir, output, sets, opt, report, log, answers)
-            except ChallengeError as exc:
-                failure = exc
-                report.error(str(exc), log)
-                for info in report.sets.values():
-                    if info["status"] == "running":
-                        info["status"] = "failed"
-    finally:
-        if not opt["keep_workdir"]:
-            shutil.rmtree(workdir, ignore_errors=True)
-    for name in opt["sets"]:
-        report.sets.setdefault(name, {"status": "not run"})
-    report.status = "failed" if report.errors else "ok"
-    # every process of the submission is dead here: the files come from memory only, and a
-    # set file without answers can only be the submission's
-    for name in opt["sets"]:
-        if name not in answers:
+    return Ingestion(submission, input_data, output, options).run()
+
+
+class Ingestion:
+    """One run of ``ingest``: its options, report, log and answers, and the steps over them.
+
+    The logs are written during the run in a private folder outside the output (the
+    submission could reach anything in the output) and published with the predictions.
+    """
+
+    def __init__(self, submission, input_data, output, options: dict):
+        self.opt = opt = _options(options)
+        self.submission, self.input_data = Path(submission), Path(input_data)
+        self.output = output = Path(output)
+        output.mkdir(parents=True, exist_ok=True)
+        for name in opt["sets"]:  # stale predictions from an earlier run must never be scored
             (output / f"{name}.parquet").unlink(missing_ok=True)
-    report.manifest = write_sets(output, answers)
-    report.timings["total_s"] = time.perf_counter() - t_start
-    write_json(output / REPORT_FILE, report.to_json())
-    if failure is None:
-        log("\n" + _summary(report))
-        log(f"ingestion {report.status} in {report.timings['total_s']:.1f} s; "
-            f"predictions in {output}")
-    log.close()
-    if failure is not None:
-        raise failure
-    return report.to_json()
+            (output / maps_file_name(name)).unlink(missing_ok=True)
+        for stale in (REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE):
+            (output / stale).unlink(missing_ok=True)
+        self.before = {p.name for p in output.iterdir()}  # the user's own files: left alone
+        self.report = RunReport(
+            submission=str(submission), input_data=str(input_data), output=str(output),
+            versions=_versions(),
+            options={k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
+                                         "batch_timeout", "total_timeout", "load_timeout",
+                                         "warmup", "exclusive_predict", "decode_stock_mb")})
+        self.private = Path(tempfile.mkdtemp(prefix="cw-ingest-out-"))  # logs until published
+        self.log = _Log(self.private / LOG_FILE, opt["verbose"])
+        self.answers: dict[str, SetAnswers] = {}
+        self.deadline: float | None = None
 
+    # -- the run ----------------------------------------------------------------------------
+    def run(self) -> dict:
+        opt, report = self.opt, self.report
+        t_start = time.perf_counter()
+        workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
+        if opt["keep_workdir"]:
+            report.workdir = str(workdir)
+        failure = None
+        try:
+            with reaper.guarded() as subreaper:
+                report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
+                                    "subreaper": subreaper, "wire": "json-frames"}
+                try:
+                    sets = _load_sets(self.input_data, opt["sets"], self.log, report)
+                    self._run_submission(workdir, sets)
+                except ChallengeError as exc:
+                    failure = exc
+                    report.error(str(exc), self.log)
+        finally:
+            if not opt["keep_workdir"]:
+                shutil.rmtree(workdir, ignore_errors=True)
+        for name in opt["sets"]:
+            report.sets.setdefault(name, {"status": "not run"})
+        for info in report.sets.values():
+            if info["status"] == "running":
+                info["status"] = "failed"
+        report.status = "failed" if report.errors else "ok"
+        report.timings["total_s"] = time.perf_counter() - t_start
+        self._publish(failure is None)
+        if failure is not None:
+            raise failure
+        return report.to_json()
 
-def _run_submission(submission, workdir, output, sets, opt, report, log, answers) -> None:
-    """Prepare the child, run the sets, and end the child and all its processes."""
-    child = None
-    try:
-        child = _prepare(submission, workdir, output, opt, report, log)
-        if child is not None:
-            _run_sets(child, sets, output, opt, report, log, answers)
-    except ChildFault as fault:  # before any set ran (import, load_model)
-        _record_fault(report, log, fault)
-    finally:
-        if child is not None:
-            child.stop()
-            report.integrity["processes_killed"] = child.killed_processes
-            _note_output(child, report, log, opt)
+    def _publish(self, summary: bool) -> None:
+        """Every process of the submission is dead: clean the output folder, then write it."""
+        report, log = self.report, self.log
+        files = set_files(self.answers)
+        removed = clean_output(self.output, set(files) | set(self._log_names()) | {REPORT_FILE},
+                               self.before)
+        if removed:
+            report.warn(f"removed {len(removed)} entr{'ies' if len(removed) > 1 else 'y'} the "
+                        f"submission left in the output folder: {', '.join(removed[:5])}"
+                        + (" ..." if len(removed) > 5 else ""), log)
+        if summary:
+            log("\n" + _summary(report))
+            log(f"ingestion {report.status} in {report.timings['total_s']:.1f} s; "
+                f"predictions in {self.output}")
+        log.close()
+        try:
+            report.manifest = publish(self.output, files)
+            report.logs = self._log_names()
+            publish(self.output, {**{name: (self.private / name).read_bytes()
+                                     for name in report.logs.values()},
+                                  REPORT_FILE: report_bytes(report.to_json())})
+        finally:
+            shutil.rmtree(self.private, ignore_errors=True)
 
+    def _log_names(self) -> dict:
+        """{kind: file name} of the logs written so far (published beside the predictions)."""
+        kinds = {"ingestion": LOG_FILE, "submission": SUBMISSION_LOG, "install": INSTALL_LOG}
+        return {k: name for k, name in kinds.items() if (self.private / name).is_file()}
 
-def _record_fault(report: RunReport, log, fault: ChildFault, set_name: str | None = None) -> None:
-    report.error(fault.line if set_name is None else f"{set_name}: {fault.line}", log)
-    report.fault = {"stage": fault.stage, "set": set_name, "message": fault.line,
-                    "traceback": fault.details}
-    if fault.details:
-        log("  " + "\n  ".join(fault.details.rstrip().splitlines()))
+    def _run_submission(self, workdir: Path, sets: dict) -> None:
+        """Prepare the child, run the sets, and end the child and all its processes."""
+        child = None
+        try:
+            child = self._prepare(workdir)
+            if child is not None:
+                self._run_sets(child, sets)
+        except ChildFault as fault:  # before any set ran (import, load_model)
+            self._record_fault(fault)
+        except ChallengeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of ours while the submission runs
+            self._record_fault(ChildFault(
+                f"the evaluator failed while running the submission ({type(exc).__name__}: "
+                f"{str(exc)[:200]})", traceback.format_exc(), "evaluator"))
+        finally:
+            if child is not None:
+                child.stop()
+                self.report.integrity["processes_killed"] = child.killed_processes
+                self._note_output(child)
 
+    def _record_fault(self, fault: ChildFault, set_name: str | None = None) -> None:
+        report, log = self.report, self.log
+        report.error(fault.line if set_name is None else f"{set_name}: {fault.line}", log)
+        report.fault = {"stage": fault.stage, "set": set_name, "message": fault.line,
+                        "traceback": fault.details}
+        if fault.details and fault.stage != "evaluator":  # ours stays in ingestion.json only
+            log("  " + "\n  ".join(fault.details.rstrip().splitlines()))
 
-def _note_output(child: Child, report: RunReport, log, opt) -> None:
-    out = child.output
-    report.submission_output_bytes = out.total
-    if out.dropped:
-        report.warn(f"the submission wrote {out.total / 1e6:.1f} MB to stdout/stderr; "
-                    f"{SUBMISSION_LOG} keeps the first {opt['max_log_mb']:g} MB and the last "
-                    "16 KB", log)
+    def _note_output(self, child: Child) -> None:
+        out = child.output
+        self.report.submission_output_bytes = out.total
+        if out.dropped:
+            self.report.warn(f"the submission wrote {out.total / 1e6:.1f} MB to stdout/stderr; "
+                             f"{SUBMISSION_LOG} keeps the first {self.opt['max_log_mb']:g} MB and "
+                             "the last 16 KB", self.log)
 
+    def _prepare(self, workdir: Path) -> Child | None:
+        """Unpack, install, start the child and load the model. None when the submission is
+        unusable."""
+        opt, report, log = self.opt, self.report, self.log
+        t0 = time.perf_counter()
+        if not self.submission.exists():
+            raise ChallengeError(f"submission not found: {self.submission}")
+        try:
+            root = sub.unpack(self.submission, workdir)
+        except ChallengeError as exc:  # a broken or unsafe zip: the submission's fault
+            report.error(f"submission: {exc}", log)
+            return None
+        problems = sub.layout_problems(root)
+        report.warnings += [str(p) for p in problems if not p.fatal]
+        if any(p.fatal for p in problems):
+            for p in problems:
+                if p.fatal:
+                    report.error(f"submission layout: {p}", log)
+            return None
+        try:
+            env = envmod.prepare_environment(
+                root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
+                installer=opt["installer"], wheelhouse=opt["wheelhouse"],
+                no_index=opt["no_index"], timeout=opt["install_timeout"], log=log)
+        except envmod.InstallError as exc:
+            report.errors.append(f"install: {exc}".splitlines()[0])
+            report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
+                            "traceback": str(exc)}
+            log(f"error: install: {exc}")
+            if (workdir / INSTALL_LOG).is_file():
+                shutil.copy(workdir / INSTALL_LOG, self.private / INSTALL_LOG)
+            return None
+        for note in env.notes:
+            log(f"note: {note}")
+        report.environment = {"kind": env.kind, "installer": env.installer, "key": env.key,
+                              "path": env.path, "cached": env.cached, "python": env.python,
+                              "interface": env.interface, "notes": env.notes}
+        report.timings["install_s"] = time.perf_counter() - t0
+        device, why = (opt["device"], "set by --device") if opt["device"] \
+            else envmod.detect_device()
+        report.device = {"name": device, "reason": why}
+        log(f"device: {device} ({why})")
+        try:
+            child = Child(env.python, env.pythonpath, cwd=root,
+                          log_path=self.private / SUBMISSION_LOG,
+                          max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
+        except OSError as exc:
+            raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
+                             "", "import") from None
+        t1 = time.perf_counter()
+        ready = child.start(timeout=opt["load_timeout"])
+        report.timings["load_model_s"] = ready["load_s"]
+        report.timings["start_s"] = time.perf_counter() - t1
+        report.versions["submission_python"] = ready["python"]
+        report.versions["submission_numpy"] = ready["numpy"]
+        report.device["passed"] = ready["accepts_device"]
+        child.device = device if ready["accepts_device"] else None
+        log(f"component loaded from {ready['module_file']} (python {ready['python']}, numpy "
+            f"{ready['numpy']}; load_model {ready['load_s']:.2f} s; predict "
+            + ("accepts device" if ready["accepts_device"] else "has no device parameter") + ")")
+        return child
 
-def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
-    """Unpack, install, start the child and load the model. None when the submission is unusable."""
-    t0 = time.perf_counter()
-    if not submission.exists():
-        raise ChallengeError(f"submission not found: {submission}")
-    try:
-        root = sub.unpack(submission, workdir)
-    except ChallengeError as exc:  # a broken or unsafe zip: the submission's fault
-        report.error(f"submission: {exc}", log)
-        return None
-    fatal = [p for p in sub.layout_problems(root) if p.fatal]
-    for p in sub.layout_problems(root):
-        if not p.fatal:
-            report.warnings.append(str(p))
-    if fatal:
-        for p in fatal:
-            report.error(f"submission layout: {p}", log)
-        return None
-    try:
-        env = envmod.prepare_environment(
-            root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
-            installer=opt["installer"], wheelhouse=opt["wheelhouse"], no_index=opt["no_index"],
-            timeout=opt["install_timeout"], log=log)
-    except envmod.InstallError as exc:
-        report.errors.append(f"install: {exc}".splitlines()[0])
-        report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
-                        "traceback": str(exc)}
-        log(f"error: install: {exc}")
-        if (workdir / "install.log").is_file():
-            shutil.copy(workdir / "install.log", output / "install.log")
-        return None
-    for note in env.notes:
-        log(f"note: {note}")
-    report.environment = {"kind": env.kind, "installer": env.installer, "key": env.key,
-                          "path": env.path, "cached": env.cached, "python": env.python,
-                          "interface": env.interface, "notes": env.notes}
-    report.timings["install_s"] = time.perf_counter() - t0
-    device, why = (opt["device"], "set by --device") if opt["device"] else envmod.detect_device()
-    report.device = {"name": device, "reason": why}
-    log(f"device: {device} ({why})")
-    try:
-        child = Child(env.python, env.pythonpath, cwd=root, log_path=output / SUBMISSION_LOG,
-                      max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
-    except OSError as exc:
-        raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
-                         "", "import") from None
-    t1 = time.perf_counter()
-    ready = child.start(timeout=opt["load_timeout"])
-    report.timings["load_model_s"] = ready["load_s"]
-    report.timings["start_s"] = time.perf_counter() - t1
-    report.versions["submission_python"] = ready["python"]
-    report.versions["submission_numpy"] = ready["numpy"]
-    report.device["passed"] = ready["accepts_device"]
-    child.device = device if ready["accepts_device"] else None
-    log(f"component loaded from {ready['module_file']} (python {ready['python']}, numpy "
-        f"{ready['numpy']}; load_model {ready['load_s']:.2f} s; predict "
-        + ("accepts device" if ready["accepts_device"] else "has no device parameter") + ")")
-    return child
+    def _run_sets(self, child: Child, sets: dict) -> None:
+        """Predict the sets in turn; keep each set's answers; stop at the first fault."""
+        opt, integrity = self.opt, self.report.integrity
+        workers = int(opt["workers"] or default_workers())
+        if opt["total_timeout"]:
+            self.deadline = time.monotonic() + float(opt["total_timeout"])
+        stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
+        # a stock decoded ahead lives in our process: only when the child cannot read it
+        integrity["decode_ahead"] = ahead = stock_bytes > 0 and not child.can_ptrace()
+        stock_bytes = stock_bytes if ahead else 0
+        # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
+        pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20), held=child.held)
+        pace = dict(batch_size=int(opt["batch_size"]), workers=workers,
+                    warmup=bool(opt["warmup"]), percentile=load_config(None)["time"],
+                    stock_bytes=stock_bytes, timeout=self._timeout)
+        try:
+            for k, (name, (df, paths)) in enumerate(sets.items()):
+                if not self._predict_set(child, pool, name, df, paths, first=k == 0, **pace):
+                    return
+        finally:
+            pool.close()
+            integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
 
-
-def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, log,
-              answers: dict[str, SetAnswers]) -> None:
-    """Predict the sets in turn; keep each set's answers; stop at the first fault."""
-    from challenge_welding.scoring.config import load_config
-
-    percentile = load_config(None)["time"]
-    workers = int(opt["workers"] or default_workers())
-    deadline = None if not opt["total_timeout"] else time.monotonic() + float(opt["total_timeout"])
-    stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
-    # a stock decoded ahead lives in our process: only when the child cannot read it
-    report.integrity["decode_ahead"] = ahead = stock_bytes > 0 and not child.can_ptrace()
-    stock_bytes = stock_bytes if ahead else 0
-    # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
-    pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20), held=child.held)
-    try:
-        _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
-                      deadline, stock_bytes)
-    finally:
-        pool.close()
-        report.integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
-
-
-def _predict_sets(child, pool, sets, output, opt, report, log, answers, percentile, workers,
-                  deadline, stock_bytes) -> None:
-    for k, (name, (df, paths)) in enumerate(sets.items()):
+    def _predict_set(self, child, pool, name, df, paths, **pace) -> bool:
+        """One set: predict, keep the answers, report; False when the submission failed."""
+        report, log, opt = self.report, self.log, self.opt
         n = len(df)
         report.sets[name] = {"status": "running", "n": n}
         exclusive = opt["exclusive_predict"] == "all" or (
             opt["exclusive_predict"] == "timed" and name in TIMED_SETS)
         bar = _bar(name, n, opt["progress"])
         try:
-            ans = predict_set(
-                child, pool, name, [str(s) for s in df["sample_id"]], paths, _meta(df),
-                batch_size=int(opt["batch_size"]), workers=workers, exclusive=exclusive,
-                first=k == 0, warmup=bool(opt["warmup"]), percentile=percentile,
-                stock_bytes=stock_bytes,
-                timeout=lambda: _timeout(opt, deadline), progress=bar.update)
+            ans = predict_set(child, pool, name, [str(s) for s in df["sample_id"]], paths,
+                              _meta(df), exclusive=exclusive, progress=bar.update, **pace)
         except ChildFault as fault:
             report.sets[name]["status"] = "failed"
-            _record_fault(report, log, fault, name)
-            return
+            self._record_fault(fault, name)
+            return False
         finally:
             bar.close()
-        answers[name] = ans
-        write_set(output, ans)  # resilience after a crash; rewritten from memory at the end
+        self.answers[name] = ans
         for line in ans.notes.lines(f"{name}: "):
             report.warn(line, log)
         report.sets[name].update(status="ok", file=f"{name}.parquet")
+        if ans.maps is not None:
+            report.sets[name]["explainability"] = maps_file_name(name)
         t = dict(ans.timings)
         for key in ("warmup_s", "handover_overhead_s", "handover_batch"):
             if key in t:
@@ -433,6 +479,16 @@ def _predict_sets(child, pool, sets, output, opt, report, log, answers, percenti
             report.integrity["handover_batch"] = report.timings["handover_batch"]
         log(f"{name}: {n} images in {t['wall_s']:.1f} s ({t['images_per_s']:.1f} img/s); "
             f"{1000 * t['time_median']:.2f} ms/img median, {1000 * t['time_p95']:.2f} p95")
+        return True
+
+    def _timeout(self) -> tuple[float | None, str]:
+        """Seconds left for the next call, and which limit that is."""
+        t, limit = self.opt["batch_timeout"], "the per-batch time limit"
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - time.monotonic())
+            if t is None or left < float(t):
+                t, limit = left, f"the total time limit of {self.opt['total_timeout']:g} s"
+        return t, limit
 
 
 def _bar(name: str, n: int, progress: bool):
@@ -441,13 +497,3 @@ def _bar(name: str, n: int, progress: bool):
 
     return tqdm(total=n, desc=f"{name:>14}", unit="img", file=sys.stderr, leave=True,
                 disable=not (progress and sys.stderr.isatty()), dynamic_ncols=True)
-
-
-def _timeout(opt, deadline) -> tuple[float | None, str]:
-    """Seconds left for the next call, and which limit that is."""
-    t, limit = opt["batch_timeout"], "the per-batch time limit"
-    if deadline is not None:
-        left = max(0.0, deadline - time.monotonic())
-        if t is None or left < float(t):
-            t, limit = left, f"the total time limit of {opt['total_timeout']:g} s"
-    return t, limit

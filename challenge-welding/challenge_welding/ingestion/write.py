@@ -1,10 +1,20 @@
-"""The writer: the answers kept in memory become ``PRED/<set>.parquet`` and a manifest.
+"""The writer: what the ingestion keeps in memory becomes the output folder, and nothing else.
 
-Files are written atomically (a temporary name, then a rename) and never through
-a link: a temporary name the submission planted (a symlink to a file it
-controls) is removed first and the file is created exclusively, without
-following links. The manifest holds the sha256 of the bytes written, computed
-from memory, not read back from disk.
+Called once every process of the submission is dead (run.py):
+
+1. :func:`clean_output` removes every entry of the output folder that the ingestion
+   is not about to write and that was not there before the run (a submission's
+   copies of input images, folders planted anywhere, links), and names them;
+2. :func:`publish` writes the files into a private folder it creates inside the
+   output folder (``tempfile.mkdtemp``: an unpredictable name, created exclusively,
+   so nothing planted at a guessable temporary name plays any part), then moves
+   each into place with a rename, replacing whatever sits at the final name (a
+   planted folder or link included, never followed);
+3. ``ingestion.json`` is published last, with the manifest ({name: sha256} of the
+   bytes written, computed from memory, not read back) of every other file.
+
+The scorer (scoring/provenance.py) refuses a prediction folder holding any entry
+outside that manifest, ``ingestion.json`` and Codabench's own ``metadata``.
 """
 
 from __future__ import annotations
@@ -12,13 +22,18 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from challenge_welding.constants import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
+from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 from challenge_welding.scoring.provenance import sha256_bytes  # the hash the scorer checks
+
+STAGE_PREFIX = ".cw-publish-"
 
 
 def frame(answers: SetAnswers) -> pd.DataFrame:
@@ -36,33 +51,60 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``: complete or absent, never through a planted link."""
-    tmp = path.with_name(f".{path.name}.tmp")
+def set_files(answers: dict[str, SetAnswers]) -> dict[str, bytes]:
+    """{file name: bytes} of every set answered: its predictions and, when returned, its maps."""
+    files = {}
+    for a in answers.values():
+        files[f"{a.name}.parquet"] = parquet_bytes(frame(a))
+        if a.maps is not None:
+            files[maps_file_name(a.name)] = a.maps
+    return files
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, a link (not its target) or a folder; nothing there is fine."""
     try:
-        tmp.unlink()
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     except FileNotFoundError:
         pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+
+
+def clean_output(output: Path, keep, before) -> list[str]:
+    """Remove the entries of ``output`` neither in ``keep`` (about to be written) nor in
+    ``before`` (there before the run); return their names, sorted."""
+    removed = sorted(p.name for p in output.iterdir() if p.name not in keep and p.name not in before)
+    for name in removed:
+        _remove(output / name)
+    return removed
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)  # replaces a link at ``path`` itself, not its target
 
 
-def write_set(output: Path, answers: SetAnswers) -> tuple[str, str]:
-    """Write one set's file; return its name in the output folder and its sha256."""
-    data = parquet_bytes(frame(answers))
-    name = f"{answers.name}.parquet"
-    write_atomic(output / name, data)
-    return name, sha256_bytes(data)
+def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
+    """Write ``files`` through a private folder, then move each into place; return the
+    manifest {name: sha256 hex of the bytes written}."""
+    stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=output))
+    try:
+        manifest = {}
+        for name, data in files.items():
+            _write_new(stage / name, data)
+            manifest[name] = sha256_bytes(data)
+        for name in files:
+            _remove(output / name)  # a planted folder would make the rename fail
+            os.replace(stage / name, output / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return manifest
 
 
-def write_sets(output: Path, answers: dict[str, SetAnswers]) -> dict[str, str]:
-    """Write every set from memory; return the manifest {"<set>.parquet": sha256 hex}."""
-    return dict(write_set(output, a) for a in answers.values())
-
-
-def write_json(path: Path, data: dict) -> None:
-    write_atomic(path, (json.dumps(data, indent=2, default=str) + "\n").encode())
+def report_bytes(data: dict) -> bytes:
+    return (json.dumps(data, indent=2, default=str) + "\n").encode()

@@ -11,7 +11,11 @@ prediction is read, the scorer requires (issue 10, docs/contracts.md):
 * ``ingestion.json`` with ``status: ok`` (written by the ingestion at its very
   end, after every process of the submission is dead);
 * its ``manifest`` ({"<set>.parquet": sha256 hex}) lists every set file, and
-  each file's bytes hash to the listed value.
+  each file's bytes hash to the listed value;
+* the folder holds nothing else (:func:`check_contents`): only the manifest's
+  files, ``ingestion.json``, the logs it names under ``logs`` and the worker's
+  ``metadata`` (a submission's copy of an evaluation image, or any planted
+  file or folder, is refused by name).
 
 Any failure is a :class:`SubmissionFailed` (exit status 1) with one line. The
 bytes that were hashed are the bytes that are parsed (:func:`check_file` runs
@@ -83,7 +87,20 @@ def read_report(predictions_dir) -> dict:
     manifest = report.get(MANIFEST_KEY)
     if not isinstance(manifest, dict) or not all(isinstance(v, str) for v in manifest.values()):
         raise SubmissionFailed(f"{path} has no manifest of the prediction files' sha256")
+    check_contents(predictions_dir, report)
     return report
+
+
+def check_contents(predictions_dir, report: dict) -> None:
+    """Refuse a prediction folder holding an entry the ingestion did not write."""
+    logs = report.get("logs")
+    logs = [v for v in logs.values() if isinstance(v, str)] if isinstance(logs, dict) else []
+    allowed = set(report[MANIFEST_KEY]) | set(logs) | {REPORT_FILE, WORKER_METADATA}
+    extra = sorted(p.name for p in Path(predictions_dir).iterdir() if p.name not in allowed)
+    if extra:
+        raise SubmissionFailed(f"{Path(predictions_dir) / extra[0]} is not in the manifest of "
+                               f"{REPORT_FILE}: the ingestion did not write it"
+                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
 
 
 def check_file(predictions_dir, report: dict, name: str, content: bytes) -> None:
