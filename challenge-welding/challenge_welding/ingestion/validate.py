@@ -1,7 +1,7 @@
 """Validation of what ``predict`` returned for one batch.
 
 Pure functions over plain Python values and numpy arrays (the child has
-already turned numpy arrays, numpy scalars and tuples into lists, see
+already turned numbers into float64 arrays and other values into plain lists, see
 ``child.to_plain``; numpy input is accepted here too). The rules of a row are
 ``challenge_welding.prediction_rules``, shared with the scoring; here: the
 structure of predict()'s output (a dict; lists, one entry per image; three

@@ -193,6 +193,11 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.sock.setblocking(True)
+        self.poller = select.poll()  # poll, not select: descriptors above 1024 happen
+        self.poller.register(sock, select.POLLIN)
+
+    def _ready(self, seconds: float) -> bool:
+        return bool(self.poller.poll(max(0, int(seconds * 1000))))
 
     def close(self) -> None:
         self.sock.close()
@@ -200,7 +205,7 @@ class Channel:
     def check_quiet(self) -> None:
         """Before a hand-over: nothing may be waiting. WireError when the child wrote a message
         nobody asked for (e.g. an answer before its batch), Closed when it closed its end."""
-        if not select.select([self.sock], [], [], 0)[0]:
+        if not self._ready(0):
             return
         try:
             peek = self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -231,11 +236,10 @@ class Channel:
             left = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
             if left <= 0:
                 raise Timeout
-            if select.select([self.sock], [], [], left)[0]:
+            if self._ready(left):
                 return
-            if not alive():
-                if not select.select([self.sock], [], [], 0)[0]:
-                    raise Closed
+            if not alive() and not self._ready(0):
+                raise Closed
 
     def read_into(self, view: memoryview, deadline: float | None, alive) -> None:
         got = 0
