@@ -90,8 +90,16 @@ def encode(header: dict, arrays=()) -> list:
 
 
 def send(sock, header: dict, arrays=()) -> None:
-    for buf in encode(header, arrays):
-        sock.sendall(buf)
+    send_frame(sock, encode(header, arrays))
+
+
+def send_frame(sock, frame: list) -> None:
+    """One system call for a small frame (the usual answer), one per buffer otherwise."""
+    if sum(len(b) for b in frame) <= 1 << 20:
+        sock.sendall(b"".join(frame))
+    else:
+        for buf in frame:
+            sock.sendall(buf)
 
 
 class Reader:
@@ -144,15 +152,30 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_scalar(v, np) -> bool:
+    """A real number, Python's or numpy's (not a bool, not a string)."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_row(r, width, np) -> bool:
+    if isinstance(r, np.ndarray):
+        return r.shape == (width,) and r.dtype.kind in "iuf"
+    return isinstance(r, (list, tuple)) and len(r) == width and all(_is_scalar(v, np) for v in r)
+
+
 def numbers(value, n: int, width):
     """``value`` as float64 of shape (n, width) (or (n,) when width is None), or None when it
-    is not that many plain numbers (then the parent's validation names the problem)."""
+    is not that many real numbers (then the parent's validation names the problem)."""
     import numpy as np
 
     if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
         a = value.reshape(n) if width is None and value.shape == (n, 1) else value
         return a.astype(np.float64) if a.shape == ((n,) if width is None else (n, width)) \
             else None
+    if isinstance(value, (list, tuple)) and len(value) == n:  # fast: no detour through lists
+        if (all(_is_scalar(v, np) for v in value) if width is None
+                else all(_is_row(r, width, np) for r in value)):
+            return np.array(value, dtype=np.float64).reshape((n,) if width is None else (n, width))
     plain = to_plain(value)
     if not isinstance(plain, list) or len(plain) != n:
         return None
@@ -258,8 +281,7 @@ def _answer(sock, msg, component, images, accepts_device, time):
     except BaseException as exc:  # noqa: BLE001
         _error(sock, "predict", exc)
         return 1
-    for buf in frame:
-        sock.sendall(buf)
+    send_frame(sock, frame)
     if fields["maps"]:
         try:
             maps, problem = reduce_maps(out["explainability"], [im.shape[:2] for im in images])

@@ -35,6 +35,9 @@ from challenge_welding.ingestion import child as proto
 from challenge_welding.scoring.explainability_io import reduced_shape
 
 
+CHUNK = 64 << 10  # the most one read brings beyond what was asked for
+
+
 class WireError(Exception):
     """The child broke the protocol; the message is one line naming what."""
 
@@ -50,15 +53,20 @@ class Closed(Exception):
 # A JSON string (escapes included): removed before brackets are counted. Linear: the two
 # alternatives cannot both match a character.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 
 
 def nesting(data: bytes) -> int:
     """Deepest bracket nesting of a JSON text (brackets inside strings do not count)."""
-    bare = np.frombuffer(_STRING.sub(b'""', data), np.uint8)
-    if not bare.size:
-        return 0
-    step = np.isin(bare, _OPEN).astype(np.int64) - np.isin(bare, _CLOSE)
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if len(brackets) <= 256:  # the usual header: a few brackets, a plain loop is fastest
+        depth = deepest = 0
+        for c in brackets:
+            depth += 1 if c in (91, 123) else -1  # [ {
+            deepest = max(deepest, depth)
+        return deepest
+    # "[" and "{" have bit 2 clear, "]" and "}" have it set
+    step = 1 - 2 * ((np.frombuffer(brackets, np.uint8) >> 2) & 1).astype(np.int64)
     return int(np.cumsum(step).max())
 
 
@@ -193,6 +201,7 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.sock.setblocking(True)
+        self.buf = bytearray()  # read ahead: at most one recv's worth beyond the frame asked for
         self.poller = select.poll()  # poll, not select: descriptors above 1024 happen
         self.poller.register(sock, select.POLLIN)
 
@@ -205,6 +214,8 @@ class Channel:
     def check_quiet(self) -> None:
         """Before a hand-over: nothing may be waiting. WireError when the child wrote a message
         nobody asked for (e.g. an answer before its batch), Closed when it closed its end."""
+        if self.buf:
+            raise WireError("sent a message before its batch was handed over")
         if not self._ready(0):
             return
         try:
@@ -241,8 +252,24 @@ class Channel:
             if not alive() and not self._ready(0):
                 raise Closed
 
+    def _fill(self, need: int, deadline: float | None, alive) -> None:
+        """Buffer at least ``need`` bytes (at most 64 KiB more: what one recv brings)."""
+        while len(self.buf) < need:
+            self._wait(deadline, alive)
+            try:
+                data = self.sock.recv(max(need - len(self.buf), CHUNK), socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+            except OSError:
+                raise Closed from None
+            if not data:
+                raise Closed
+            self.buf += data
+
     def read_into(self, view: memoryview, deadline: float | None, alive) -> None:
-        got = 0
+        got = min(len(self.buf), len(view))
+        view[:got] = self.buf[:got]
+        del self.buf[:got]
         while got < len(view):
             self._wait(deadline, alive)
             try:
@@ -257,14 +284,15 @@ class Channel:
 
     def read_header(self, cap: int, deadline: float | None, alive) -> dict:
         """The next frame's header: its length is checked against ``cap`` before it is read."""
-        prefix = bytearray(proto.PREFIX.size)
-        self.read_into(memoryview(prefix), deadline, alive)
-        (length,) = proto.PREFIX.unpack(prefix)
+        size = proto.PREFIX.size
+        self._fill(size, deadline, alive)
+        (length,) = proto.PREFIX.unpack(self.buf[:size])
         if length > cap:
             raise WireError(f"a message header of {length} bytes was announced (at most {cap})")
-        data = bytearray(length)
-        self.read_into(memoryview(data), deadline, alive)
-        return parse_header(bytes(data))
+        self._fill(size + length, deadline, alive)
+        data = bytes(self.buf[size:size + length])
+        del self.buf[:size + length]
+        return parse_header(data)
 
     def read_arrays(self, arrays: list, deadline: float | None, alive) -> list[np.ndarray]:
         """The declared (and checked) arrays' bytes, read straight into arrays of that shape."""
