@@ -389,3 +389,51 @@ def test_a_map_of_the_wrong_shape_fails_the_run_naming_the_image(tmp_path, input
         "(samples per000 .. per002): explainability of image 1 has shape (64, 36), expected "
         "(36, 64) (the image's height and width) (sample per001)")
     assert not (out / "performance.explainability.parquet").exists()
+
+
+# --- class 6 on Codabench: the worker copies the submission into the output before the run ----
+INSIDE = '''
+import shutil
+
+
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self, config_file=None):
+        pass
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        # hidden inside a folder that was there before the run (the submission's own copy)
+        shutil.copy("@IMAGE@", os.path.join("@OUT@", "challenge_solution", "per000.jpeg"))
+        if @CHANGE@:
+            with open(os.path.join("@OUT@", "requirements.txt"), "ab") as fh:
+                fh.write(open("@IMAGE@", "rb").read())
+        return answer(len(input_images))
+'''
+
+
+@pytest.mark.parametrize("change", [False, True], ids=["planted-inside", "changed"])
+def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, input_data,
+                                                                   env_cache, change):
+    from challenge_welding.errors import SubmissionFailed
+    from challenge_welding.scoring.provenance import read_report
+
+    image = input_data / "performance" / "images" / "per000.jpeg"
+    out = tmp_path / "pred"
+    component = INSIDE.replace("@IMAGE@", str(image)).replace("@OUT@", str(out)) \
+        .replace("@CHANGE@", str(change))
+    sub = make_submission(tmp_path / "sub", HEAD + component,
+                          extra={"challenge_solution/attack.py": ATTACK})
+    shutil.copytree(sub, out)  # what Codabench's worker does with a submission
+    report = ingest(sub, input_data, out, cache_dir=env_cache, progress=False,
+                    sets=["performance"], batch_size=3)
+    assert not (out / "challenge_solution" / "per000.jpeg").exists()
+    assert report["preexisting"] == ["challenge_solution", "requirements.txt", "setup.py"]
+    if not change:
+        assert report["status"] == "ok", report["errors"]
+        assert any("challenge_solution/per000.jpeg" in w for w in report["warnings"])
+        read_report(out)  # the scorer accepts the submission's copy beside the predictions
+        shutil.copy(image, out / "late.jpeg")
+        with pytest.raises(SubmissionFailed, match="late.jpeg is not in the manifest"):
+            read_report(out)
+    else:
+        failed_with_one_line(report, out, "the submission changed 1 file(s) that were in the "
+                             "output folder before the run: requirements.txt")

@@ -37,7 +37,8 @@ from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
 from challenge_welding.ingestion.process import Child, ChildFault
 from challenge_welding.ingestion.protocol import BufferPool
-from challenge_welding.ingestion.write import clean_output, publish, report_bytes, set_files
+from challenge_welding.ingestion.write import (clean_output, publish, report_bytes, set_files,
+                                               snapshot)
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 
@@ -79,6 +80,7 @@ class RunReport:
     manifest: dict = field(default_factory=dict)
     logs: dict = field(default_factory=lambda: {"ingestion": LOG_FILE,
                                                 "submission": SUBMISSION_LOG})
+    preexisting: list = field(default_factory=list)  # top-level entries there before the run
     submission_output_bytes: int | None = None
     workdir: str | None = None
 
@@ -250,7 +252,8 @@ class Ingestion:
             (output / maps_file_name(name)).unlink(missing_ok=True)
         for stale in (REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE):
             (output / stale).unlink(missing_ok=True)
-        self.before = {p.name for p in output.iterdir()}  # the user's own files: left alone
+        # the user's own files (on Codabench: the submission's copy the worker puts there)
+        self.before = snapshot(output)
         self.report = RunReport(
             submission=str(submission), input_data=str(input_data), output=str(output),
             versions=_versions(),
@@ -299,12 +302,17 @@ class Ingestion:
         """Every process of the submission is dead: clean the output folder, then write it."""
         report, log = self.report, self.log
         files = set_files(self.answers)
-        removed = clean_output(self.output, set(files) | set(self._log_names()) | {REPORT_FILE},
-                               self.before)
+        ours = set(files) | set(self._log_names().values()) | {REPORT_FILE}
+        removed, changed = clean_output(self.output, ours, self.before)
         if removed:
             report.warn(f"removed {len(removed)} entr{'ies' if len(removed) > 1 else 'y'} the "
                         f"submission left in the output folder: {', '.join(removed[:5])}"
                         + (" ..." if len(removed) > 5 else ""), log)
+        if changed:
+            report.error(f"the submission changed {len(changed)} file(s) that were in the output "
+                         f"folder before the run: {', '.join(changed[:5])}", log)
+            report.status = "failed"
+        report.preexisting = sorted({p.split(os.sep)[0] for p in self.before} - ours)
         if summary:
             log("\n" + _summary(report))
             log(f"ingestion {report.status} in {report.timings['total_s']:.1f} s; "

@@ -4,7 +4,9 @@ Called once every process of the submission is dead (run.py):
 
 1. :func:`clean_output` removes every entry of the output folder that the ingestion
    is not about to write and that was not there before the run (a submission's
-   copies of input images, folders planted anywhere, links), and names them;
+   copies of input images, folders planted anywhere, links; inside folders that
+   were there before too), and names them; a file there before whose content
+   changed fails the run (run.py);
 2. :func:`publish` writes the files into a private folder it creates inside the
    output folder (``tempfile.mkdtemp``: an unpredictable name, created exclusively,
    so nothing planted at a guessable temporary name plays any part), then moves
@@ -72,13 +74,44 @@ def _remove(path: Path) -> None:
         pass
 
 
-def clean_output(output: Path, keep, before) -> list[str]:
-    """Remove the entries of ``output`` neither in ``keep`` (about to be written) nor in
-    ``before`` (there before the run); return their names, sorted."""
-    removed = sorted(p.name for p in output.iterdir() if p.name not in keep and p.name not in before)
-    for name in removed:
-        _remove(output / name)
-    return removed
+def snapshot(output: Path) -> dict:
+    """{relative path: (inode, ctime_ns, size)} of everything under ``output``, links not
+    followed. The ctime cannot be set back by an unprivileged process: a file rewritten
+    in place shows."""
+    out = {}
+    for folder, dirs, files in os.walk(output):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, output)] = (st.st_ino, st.st_ctime_ns, st.st_size)
+    return out
+
+
+def clean_output(output: Path, keep, before: dict) -> tuple[list[str], list[str]]:
+    """Remove what appeared under ``output`` since ``before`` (a :func:`snapshot`), except
+    the top-level names in ``keep`` (about to be written). Returns (removed, changed): the
+    removed paths (the top of each removed tree) and the files there before whose content
+    changed, both relative and sorted. Folders there before are walked: a file planted in
+    a folder of the user's (or the submission's copy Codabench puts there) goes too."""
+    removed, changed = [], []
+    for folder, dirs, files in os.walk(output):
+        rel_folder = os.path.relpath(folder, output)
+        for name in sorted(dirs + files):
+            rel = os.path.normpath(os.path.join(rel_folder, name))
+            if rel_folder == "." and name in keep:
+                if name in dirs:
+                    dirs.remove(name)  # replaced by the writer: not walked
+                continue
+            if rel not in before:
+                removed.append(rel)
+                _remove(output / rel)
+                if name in dirs:
+                    dirs.remove(name)
+            else:
+                st = os.lstat(output / rel)
+                if name in files and (st.st_ino, st.st_ctime_ns, st.st_size) != before[rel]:
+                    changed.append(rel)
+    return sorted(removed), sorted(changed)
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -13,9 +13,11 @@ prediction is read, the scorer requires (issue 10, docs/contracts.md):
 * its ``manifest`` ({"<set>.parquet": sha256 hex}) lists every set file, and
   each file's bytes hash to the listed value;
 * the folder holds nothing else (:func:`check_contents`): only the manifest's
-  files, ``ingestion.json``, the logs it names under ``logs`` and the worker's
-  ``metadata`` (a submission's copy of an evaluation image, or any planted
-  file or folder, is refused by name).
+  files, ``ingestion.json``, the logs it names under ``logs``, the entries it
+  names under ``preexisting`` (there before the run: on Codabench, the copy of
+  the submission the worker puts in the output) and the worker's ``metadata``
+  (a submission's copy of an evaluation image, or any planted file or folder,
+  is refused by name).
 
 Any failure is a :class:`SubmissionFailed` (exit status 1) with one line. The
 bytes that were hashed are the bytes that are parsed (:func:`check_file` runs
@@ -95,7 +97,11 @@ def check_contents(predictions_dir, report: dict) -> None:
     """Refuse a prediction folder holding an entry the ingestion did not write."""
     logs = report.get("logs")
     logs = [v for v in logs.values() if isinstance(v, str)] if isinstance(logs, dict) else []
-    allowed = set(report[MANIFEST_KEY]) | set(logs) | {REPORT_FILE, WORKER_METADATA}
+    # entries there before the ingestion ran (on Codabench: the submission's copy the worker
+    # puts in the output); the ingestion removed anything new inside them
+    before = report.get("preexisting")
+    before = [v for v in before if isinstance(v, str)] if isinstance(before, list) else []
+    allowed = set(report[MANIFEST_KEY]) | set(logs) | set(before) | {REPORT_FILE, WORKER_METADATA}
     extra = sorted(p.name for p in Path(predictions_dir).iterdir() if p.name not in allowed)
     if extra:
         raise SubmissionFailed(f"{Path(predictions_dir) / extra[0]} is not in the manifest of "
