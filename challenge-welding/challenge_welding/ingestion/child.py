@@ -292,7 +292,7 @@ def _answer(sock, msg, component, images, accepts_device, time):
     return None
 
 
-def main():
+def main():  # over 60 lines: the child's whole life, in the order its messages go out
     # Running a script puts its folder first on sys.path; that folder is our
     # package's, not the submission's: drop it so nothing there shadows theirs.
     here = os.path.dirname(os.path.abspath(__file__))

@@ -369,7 +369,7 @@ class Ingestion:
                              f"{SUBMISSION_LOG} keeps the first {self.opt['max_log_mb']:g} MB and "
                              "the last 16 KB", self.log)
 
-    def _prepare(self, workdir: Path) -> Child | None:
+    def _prepare(self, workdir: Path) -> Child | None:  # 61 lines: the steps before a set, in order
         """Unpack, install, start the child and load the model. None when the submission is
         unusable."""
         opt, report, log = self.opt, self.report, self.log
