@@ -437,3 +437,24 @@ def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, inp
     else:
         failed_with_one_line(report, out, "the submission changed 1 file(s) that were in the "
                              "output folder before the run: requirements.txt")
+
+
+CLOSE = '''
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self, config_file=None):
+        pass
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        channel()[1].close()  # hang up on the evaluator, then carry on as if nothing happened
+        time.sleep(2)
+        return answer(len(input_images))
+'''
+
+
+def test_class7_a_closed_socket_is_one_line(tmp_path, input_data, env_cache):
+    report, out = run(tmp_path, input_data, env_cache, CLOSE)
+    assert report["status"] == "failed" and len(report["errors"]) == 1, report["errors"]
+    line = report["errors"][0]
+    assert line.startswith("performance: the submission exited with status 1") and \
+        "during the warm-up call before set performance, batch 1/3" in line, line
+    assert report["fault"]["stage"] == "predict"
