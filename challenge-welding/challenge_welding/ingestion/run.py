@@ -37,8 +37,8 @@ from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
 from challenge_welding.ingestion.process import Child, ChildFault
 from challenge_welding.ingestion.protocol import BufferPool
-from challenge_welding.ingestion.write import (clean_output, publish, report_bytes, set_files,
-                                               snapshot)
+from challenge_welding.ingestion.write import (clean_output, publish, remove_entry,
+                                               report_bytes, set_files, snapshot)
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 
@@ -247,11 +247,11 @@ class Ingestion:
         self.submission, self.input_data = Path(submission), Path(input_data)
         self.output = output = Path(output)
         output.mkdir(parents=True, exist_ok=True)
-        for name in opt["sets"]:  # stale predictions from an earlier run must never be scored
-            (output / f"{name}.parquet").unlink(missing_ok=True)
-            (output / maps_file_name(name)).unlink(missing_ok=True)
-        for stale in (REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE):
-            (output / stale).unlink(missing_ok=True)
+        # stale predictions from an earlier run must never be scored (files, links or folders)
+        for stale in [f"{name}.parquet" for name in opt["sets"]] + \
+                [maps_file_name(name) for name in opt["sets"]] + \
+                [REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE]:
+            remove_entry(output / stale)
         # the user's own files (on Codabench: the submission's copy the worker puts there)
         self.before = snapshot(output)
         self.report = RunReport(

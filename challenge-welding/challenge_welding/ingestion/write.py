@@ -63,7 +63,7 @@ def set_files(answers: dict[str, SetAnswers]) -> dict[str, bytes]:
     return files
 
 
-def _remove(path: Path) -> None:
+def remove_entry(path: Path) -> None:
     """Remove a file, a link (not its target) or a folder; nothing there is fine."""
     try:
         if path.is_dir() and not path.is_symlink():
@@ -104,7 +104,7 @@ def clean_output(output: Path, keep, before: dict) -> tuple[list[str], list[str]
                 continue
             if rel not in before:
                 removed.append(rel)
-                _remove(output / rel)
+                remove_entry(output / rel)
                 if name in dirs:
                     dirs.remove(name)
             else:
@@ -132,7 +132,7 @@ def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
             _write_new(stage / name, data)
             manifest[name] = sha256_bytes(data)
         for name in files:
-            _remove(output / name)  # a planted folder would make the rename fail
+            remove_entry(output / name)  # a planted folder would make the rename fail
             os.replace(stage / name, output / name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
