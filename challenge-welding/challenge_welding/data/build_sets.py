@@ -530,11 +530,11 @@ def capped_config(config, caps):
 
 def check_caps(sets, caps):
     """One line per set above its cap (robustness is raised to reach min_ko_per_level)."""
-    over = [f"{name}: {len(sets[name])} images planned, cap {caps[name]} (the set's minimum "
+    over = [f"max_per_set: {name}: {len(sets[name])} images planned, cap {caps[name]} (the set's minimum "
             "needs more: raise the cap or lower robustness.min_ko_per_level)"
             for name in SET_NAMES if caps.get(name) is not None and len(sets[name]) > caps[name]]
     if over:
-        raise ChallengeError("max_per_set: " + "\n".join(over))
+        raise ChallengeError("\n".join(over))
 
 
 def size_table(meta, sets, training):
