@@ -72,7 +72,8 @@ def test_training_is_the_rest_and_disjoint_from_performance(built, src, synth):
     dom = in_domain_normal(src)
     assert len(train) == len(dom) - len(ref(built, "performance"))
     assert set(train["sample_id"]) <= set(dom["sample_id"])
-    assert list(train.columns) == list(src.columns)  # the published format, nothing added
+    # the published format, nothing added; the masks (mask_path) stay on the private side
+    assert list(train.columns) == [c for c in src.columns if c != "mask_path"]
     for row in train.itertuples():
         # the published layout: path relative to the storage root DATA/training_data
         assert re.fullmatch(r"challenge-welding/datasets/training_data/c(102|20|33)/(expert|operator)/"
@@ -306,3 +307,29 @@ def test_a_failed_rebuild_leaves_the_old_build(built, synth, tmp_path, cfg):
     with pytest.raises(ChallengeError):
         build_sets(out=built, seed=7, config=cfg, progress=False, **synth.build_args())
     assert _files(built / "reference_data") == before
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"jpeg_quality": 101}, "key 'jpeg_quality' must be <= 100, got 101"),
+    ({"performance": {"fraction": 1.0}}, "key 'performance.fraction' must be < 1.0, got 1.0"),
+    ({"robustness": {"size": "many"}}, "key 'robustness.size' must be a number, got 'many'"),
+    ({"robustness": {"levels": {"rotation": [10, 45]}}},
+     "key 'robustness.levels.rotation' must stay within the ODD's bound of 30, got [10, 45]"),
+    ({"robustness": {"levels": {"blur": [0, 6]}}}, "key 'robustness.levels.blur' must be distinct and non-zero"),
+    ({"drift": {"sise": 10}}, "key 'drift.sise' is unknown (allowed here: size, "),
+    ({"max_per_set": {"drift": 0}}, "key 'max_per_set.drift' must be >= 1, got 0"),
+    ({"unseen_seams": ["c102"]}, "key 'unseen_seams' must not repeat in_domain_seams, got c102 in both"),
+])
+def test_config_errors_name_the_key_expected_and_got(tmp_path, edit, message):
+    """The builder config is checked by the scoring config's schema engine: the file, the
+    key, what is expected and what was given, in one line."""
+    import yaml
+
+    from challenge_welding.data.build_sets import load_build_config
+
+    path = tmp_path / "build.yaml"
+    path.write_text(yaml.safe_dump(edit))
+    with pytest.raises(ChallengeError) as info:
+        load_build_config(path)
+    assert str(info.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(info.value)

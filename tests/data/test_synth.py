@@ -40,9 +40,10 @@ def test_layout(synth, tmp_path):
 
 def test_every_column_in_its_published_form(synth, both):
     for name, meta in zip(("synthetic", "synthetic_unseen"), both):
-        assert list(meta.columns) == list(SOURCE_COLUMNS)  # no OOD_class, data_origin with "_"
+        # the published columns (no OOD_class, data_origin with "_"), then the optional mask_path
+        assert list(meta.columns) == [*SOURCE_COLUMNS, "mask_path"]
         assert meta["sample_id"].map(lambda s: bool(re.fullmatch(r"data_\d+", s))).all()
-        assert not meta.isna().any().any()
+        assert not meta.drop(columns="mask_path").isna().any().any()
         assert set(meta["class"]) == {"OK", "KO"}
         assert set(meta["storage_type"]) == {"s3"} and set(meta["data_origin"]) == {"synthetic"}
         assert meta["external_path"].str.match(r"https?://").all()
@@ -68,6 +69,28 @@ def test_measured_columns_match_the_files(synth, both):
             assert row.blur_level == pytest.approx(cv2.Laplacian(grey, cv2.CV_64F).var(), rel=1e-9)
             assert row.luminosity_level == pytest.approx(grey.mean() / 255 * 100, rel=1e-9)
             assert row.blur_class == ("blur" if row.blur_level < 950 else "clean")
+
+
+def test_masks_beside_the_defective_images(synth, both):
+    """Every row drawn with a defect has sample_<n>_mask.png beside its image (uint8 0/255,
+    the image's size, not empty); the others have none. Operators mislabel some subtle
+    defects as OK, so a mask means "drawn with a defect", not class KO."""
+    n_masks = 0
+    for meta in both:
+        for row in meta.itertuples():
+            image = synth.store / row.path
+            mask_file = image.with_name(image.stem + "_mask.png")
+            if not isinstance(row.mask_path, str):  # null (None or NaN, as pandas reads it)
+                assert not mask_file.exists()
+                assert row._2 == "OK" or row.labelling_type == "operator"  # KO rows always have one
+                continue
+            n_masks += 1
+            assert synth.store / row.mask_path == mask_file
+            mask = cv2.imread(str(mask_file), cv2.IMREAD_UNCHANGED)
+            assert mask.dtype == np.uint8 and mask.ndim == 2
+            assert [mask.shape[1], mask.shape[0]] == list(row.resolution)
+            assert set(np.unique(mask)) <= {0, 255} and (mask == 255).any()
+    assert n_masks >= (pd.concat(both)["class"] == "KO").sum() > 0
 
 
 def test_shares(synth, both):

@@ -25,27 +25,26 @@ import os
 import shutil
 from pathlib import Path
 
+import cv2
 import numpy as np
+import pandas as pd
+import yaml
 
 from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, SOURCE_META
+from challenge_welding.data import perturbations as pt
+from challenge_welding.data.parallel import run_parallel
+from challenge_welding.data.parquet_io import write_parquet
+from challenge_welding.data.source import (
+    PHOTO_SUFFIXES, REQUIRED_COLUMNS, dataset_path, file_candidates, find_meta, missing_file_cause,
+    normal_resolution, normal_sha256, normalise_columns, parse_timestamp, photo_files, published_path)
+from challenge_welding.data.synth import MASK_COLUMN
 from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.calibrate import calibrate
+# the scoring config's schema engine: one validation style for both configs
+from challenge_welding.scoring.config import Optional, _err, _num, _validate
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("build_config.yaml")
-from challenge_welding.data.source import REQUIRED_COLUMNS  # noqa: E402
 
-# Every config value's check: (path, kind, low, high); kind int / float / list.
-# One line per refusal, naming the key (a value outside these would fail later, deep inside).
-_CHECKS = (
-    ("jpeg_quality", int, 1, 100), ("performance.fraction", float, 0, 1),
-    ("generalization.max_size", int, 1, None), ("robustness.size", int, 1, None),
-    ("robustness.min_ko_per_level", int, 1, None), ("ood_synthetic.size_per_class", int, 1, None),
-    ("ood_synthetic.extreme_blur", float, 0, None), ("ood_synthetic.noise_sigma", float, 0, None),
-    ("ood_synthetic.dead_fraction", float, 0, 1), ("ood_real.max_ood", int, 1, None),
-    ("ood_real.min_ood", int, 1, None), ("drift.size", int, 2, None),
-    ("drift.ood_fraction", float, 0, 1), ("drift.max_ko_share", float, 0, 1),
-    ("drift.max_noise_sigma", float, 0, None), ("drift.max_dead_fraction", float, 0, 1),
-    ("drift.max_darkening_stops", float, 0, None),
-)
 MAX_LISTED = 10
 
 
@@ -56,94 +55,108 @@ def _listing(items):
 
 
 # ----------------------------------------------------------------------------- config
-def _merge(base, extra, where=""):
-    for key, value in extra.items():
-        if key not in base:
-            raise ChallengeError(f"build config: unknown key {where}{key}")
-        if isinstance(base[key], dict):
-            if not isinstance(value, dict):
-                raise ChallengeError(f"build config: {where}{key} must be a mapping")
-            _merge(base[key], value, f"{where}{key}.")
-        else:
-            base[key] = value
-    return base
+# The builder config is checked like the scoring config: one schema of leaf checkers,
+# scoring.config's engine, "<file>: key 'a.b' must be ..., got X" on the first bad value.
+def _seams(value, where):
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise _err(where, f"must be a list of seam names, got {value!r}")
+    return list(value)
 
 
-def load_build_config(path=None) -> dict:
-    """The default builder config, overlaid with the keys of ``path`` (YAML) if given."""
-    import yaml
+def _kinds(value, where):
+    if not isinstance(value, list) or not value or any(k not in pt.OOD_SYNTHETIC_KINDS for k in value):
+        raise _err(where, f"must be a non-empty list of {', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {value!r}")
+    return list(value)
 
-    config = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
-    if path is not None:
-        path = Path(path)
-        try:
-            extra = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ChallengeError(f"build config {path}: cannot read it ({exc})") from None
-        if not isinstance(extra, dict):
-            raise ChallengeError(f"build config {path}: expected a mapping at the top level")
-        config = _merge(config, extra)
-    _check_config(config)
+
+def _stops(value, where):
+    if not (isinstance(value, list) and len(value) == 2 and
+            all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+        raise _err(where, f"must be [darker, brighter] stops, got {value!r}")
+    return [float(x) for x in value]
+
+
+def _levels(bound=None, positive=False):
+    """A ladder: distinct non-zero numbers (level 0 is the shared clean copy), within the ODD."""
+    def check(value, where):
+        if not isinstance(value, list) or not value or \
+                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            raise _err(where, f"must be a non-empty list of numbers, got {value!r}")
+        if 0 in value or len(set(value)) != len(value):
+            raise _err(where, f"must be distinct and non-zero (level 0 is the shared clean copy), got {value!r}")
+        if bound is not None and max(abs(x) for x in value) > bound:
+            raise _err(where, f"must stay within the ODD's bound of {bound}, got {value!r}")
+        if positive and min(value) < 0:
+            raise _err(where, f"must be positive (sigma in px), got {value!r}")
+        return value
+    return check
+
+
+def _cap(value, where):
+    return None if value is None else _num(lo=1, integer=True)(value, where)
+
+
+FRACTION = _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+BUILD_SCHEMA = {
+    "in_domain_seams": _seams, "unseen_seams": _seams, "jpeg_quality": _num(lo=1, hi=100, integer=True),
+    "performance": {"fraction": FRACTION},
+    "generalization": {"max_size": _num(lo=1, integer=True)},
+    "robustness": {"size": _num(lo=1, integer=True), "min_ko_per_level": _num(lo=1, integer=True),
+                   "levels": {"blur": _levels(positive=True), "luminance": _levels(),
+                              "rotation": _levels(bound=30), "translation": _levels(bound=20)}},
+    "ood_synthetic": {"size_per_class": _num(lo=1, integer=True), "kinds": _kinds,
+                      "extreme_blur": _num(lo=0.0, lo_open=True), "abnormal_stops": _stops,
+                      "noise_sigma": _num(lo=0.0, lo_open=True), "dead_fraction": FRACTION},
+    "ood_real": {"max_ood": _num(lo=1, integer=True), "min_ood": _num(lo=1, integer=True)},
+    "drift": {"size": _num(lo=2, integer=True), "ood_fraction": FRACTION, "max_ko_share": FRACTION,
+              "max_noise_sigma": _num(lo=0.0, lo_open=True), "max_dead_fraction": FRACTION,
+              "max_darkening_stops": _num(lo=0.0, lo_open=True)},
+    # organisers' caps on each set's image count (null: none), see docs/data.md
+    "max_per_set": Optional({name: _cap for name in SET_NAMES}, {name: None for name in SET_NAMES}),
+}
+
+
+def check_build_config(raw, source="build config") -> dict:
+    """Check a builder config (parsed YAML) against BUILD_SCHEMA; return a clean copy."""
+    where = (str(source),)
+    config = _validate(raw, BUILD_SCHEMA, where)
+    both = set(config["in_domain_seams"]) & set(config["unseen_seams"])
+    if not config["in_domain_seams"]:
+        raise _err(where + ("in_domain_seams",), "must name at least one seam, got []")
+    if both:
+        raise _err(where + ("unseen_seams",), f"must not repeat in_domain_seams, got {', '.join(sorted(both))} "
+                   "in both")
+    if config["ood_real"]["min_ood"] > config["ood_real"]["max_ood"]:
+        raise _err(where + ("ood_real", "min_ood"), f"must be <= max_ood ({config['ood_real']['max_ood']}), "
+                   f"got {config['ood_real']['min_ood']}")
     return config
 
 
-def _check_config(config):
-    def get(path):
-        value = config
-        for key in path.split("."):
-            value = value[key]
-        return value
+def _merge(base, extra, where):
+    """``base`` overlaid with ``extra``'s keys (nested mappings merged, unknown keys kept for the
+    schema to name)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(base.get(key), dict) and isinstance(value, dict):
+            out[key] = _merge(base[key], value, where)
+        else:
+            out[key] = value
+    return out
 
-    for path, kind, low, high in _CHECKS:
-        value = get(path)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                (kind is int and float(value) != int(value)):
-            raise ChallengeError(f"build config: {path} must be {'an integer' if kind is int else 'a number'}"
-                                 f", got {value!r}")
-        if low is not None and (value < low if kind is int else value <= low) or \
-                high is not None and (value > high if kind is int else value >= high):
-            bound = f">= {low}" if high is None else f"in [{low}, {high}]" if kind is int else f"in ({low}, {high})"
-            raise ChallengeError(f"build config: {path} must be {bound}, got {value!r}")
-    for key in ("in_domain_seams", "unseen_seams"):
-        seams = config[key]
-        if not isinstance(seams, list) or not all(isinstance(x, str) and x for x in seams):
-            raise ChallengeError(f"build config: {key} must be a list of seam names, got {seams!r}")
-    if not config["in_domain_seams"]:
-        raise ChallengeError("build config: in_domain_seams is empty")
-    both = set(config["in_domain_seams"]) & set(config["unseen_seams"])
-    if both:
-        raise ChallengeError(f"build config: seams {', '.join(sorted(both))} are both in_domain_seams "
-                             "and unseen_seams")
-    if int(config["ood_real"]["min_ood"]) > int(config["ood_real"]["max_ood"]):
-        raise ChallengeError("build config: ood_real.min_ood is above ood_real.max_ood")
-    from challenge_welding.data import perturbations as pt
 
-    kinds = config["ood_synthetic"]["kinds"]
-    if not isinstance(kinds, list) or not kinds or any(k not in pt.OOD_SYNTHETIC_KINDS for k in kinds):
-        raise ChallengeError(f"build config: ood_synthetic.kinds must be a non-empty list of "
-                             f"{', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {kinds!r}")
-    stops = config["ood_synthetic"]["abnormal_stops"]
-    if not (isinstance(stops, list) and len(stops) == 2 and all(isinstance(x, (int, float)) for x in stops)):
-        raise ChallengeError(f"build config: ood_synthetic.abnormal_stops must be [darker, brighter] "
-                             f"stops, got {stops!r}")
-    r = config["robustness"]
-    if set(r["levels"]) != set(pt.ROBUSTNESS_FUNCS):
-        raise ChallengeError(f"build config: robustness.levels must name exactly "
-                             f"{', '.join(sorted(pt.ROBUSTNESS_FUNCS))}")
-    for name, levels in r["levels"].items():
-        if not isinstance(levels, list) or not levels or \
-                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in levels):
-            raise ChallengeError(f"build config: robustness.levels.{name} must be a list of numbers, "
-                                 f"got {levels!r}")
-        if 0 in levels or len(set(levels)) != len(levels):
-            raise ChallengeError(f"build config: robustness.levels.{name} must be distinct and "
-                                 "non-zero (level 0 is the shared clean copy)")
-    if max(abs(x) for x in r["levels"]["translation"]) > 20:
-        raise ChallengeError("build config: translation levels beyond the ODD's 20 px bound")
-    if max(abs(x) for x in r["levels"]["rotation"]) > 30:
-        raise ChallengeError("build config: rotation levels beyond the ODD's 30 degree bound")
-    if min(r["levels"]["blur"]) < 0:
-        raise ChallengeError("build config: robustness.levels.blur must be positive (sigma in px)")
+def load_build_config(path=None) -> dict:
+    """The default builder config, overlaid with the keys of ``path`` (YAML) if given, checked."""
+    config = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
+    if path is None:
+        return check_build_config(config, DEFAULT_CONFIG_PATH)
+    path = Path(path)
+    try:
+        extra = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ChallengeError(f"build config {path}: cannot read it ({exc})") from None
+    if not isinstance(extra, dict):
+        raise ChallengeError(f"build config {path}: expected a mapping at the top level, got {extra!r}")
+    return check_build_config(_merge(config, extra, str(path)), path)
 
 
 # ----------------------------------------------------------------------------- source
@@ -153,8 +166,6 @@ def _check_file(task):
     ``candidates`` are the places the file may be (storage root, dataset folder); the size
     is measured (full decode) only when ``measure`` is set (no resolution in the metadata).
     """
-    import cv2
-
     candidates, expected, measure, missing_cause = task
     found = next((c for c in candidates if os.path.isfile(c)), None)
     if found is None:
@@ -176,10 +187,6 @@ def _check_file(task):
 
 
 def _read_meta(folder, option):
-    import pandas as pd
-
-    from challenge_welding.data.source import find_meta, normalise_columns
-
     meta_path = find_meta(Path(folder), option)
     try:
         meta = pd.read_parquet(meta_path)
@@ -196,8 +203,6 @@ def _read_meta(folder, option):
 
 def _row_faults(meta, option_seams):
     """Problems of the metadata values (no file access); normalises sha256/resolution in place."""
-    from challenge_welding.data.source import normal_resolution, normal_sha256, parse_timestamp
-
     problems = []
     dup = meta["sample_id"][meta["sample_id"].duplicated()]
     problems += [f"{s}: duplicated sample_id" for s in dup]
@@ -234,9 +239,6 @@ def _row_faults(meta, option_seams):
 
 def _read_dataset(folder, option, origin, seam_fault, workers, progress):
     """One published-format dataset, checked; adds ``_file`` (absolute image path) and ``_origin``."""
-    from challenge_welding.data.parallel import run_parallel
-    from challenge_welding.data.source import file_candidates, missing_file_cause
-
     folder = Path(folder)
     meta = _read_meta(folder, option)
     problems = _row_faults(meta, seam_fault)
@@ -247,19 +249,32 @@ def _read_dataset(folder, option, origin, seam_fault, workers, progress):
     meta["resolution"] = [r if r is not None else size for r, (_, size, _) in zip(meta["resolution"], results)]
     meta["_file"] = [found for _, _, found in results]
     meta["_origin"] = origin
+    if MASK_COLUMN in meta.columns:
+        meta["_mask"], faults = _find_masks(folder, meta)
+        problems += faults
     if problems:
         raise ChallengeError(f"{option} {folder}: {len(problems)} bad rows: {_listing(problems)}")
     meta["OOD_class"] = meta["OOD_class"].astype(int) if "OOD_class" in meta.columns else 0
     return meta
 
 
+def _find_masks(folder, meta):
+    """(absolute mask file or None per row, faults) for the optional mask_path column: a
+    listed mask must exist (its size is checked when it is drawn)."""
+    found, faults = [], []
+    for sid, rel in zip(meta["sample_id"], meta[MASK_COLUMN]):
+        if not isinstance(rel, str) or not rel:
+            found.append(None)
+            continue
+        hit = next((str(c) for c in file_candidates(folder, rel) if c.is_file()), None)
+        found.append(hit)
+        if hit is None:
+            faults.append(f"{sid} ({MASK_COLUMN} {rel}): {missing_file_cause(folder, rel)}")
+    return found, faults
+
+
 def _read_photos(folder, workers, progress):
     """The real-OOD photos of a plain folder as metadata rows (OOD_class = 1, size measured)."""
-    import pandas as pd
-
-    from challenge_welding.data.parallel import run_parallel
-    from challenge_welding.data.source import PHOTO_SUFFIXES, photo_files
-
     folder = Path(folder)
     if not folder.is_dir():
         raise ChallengeError(f"--ood-source {folder}: no such folder")
@@ -284,8 +299,6 @@ def read_sources(source, config, unseen_sources=(), ood_source=None, workers=Non
     Rows (one frame, index = row number): the source's, each unseen source's, then the OOD
     photos'; ``_origin`` says which (source / unseen / ood), ``_file`` is the image found.
     """
-    import pandas as pd
-
     in_dom, held = list(config["in_domain_seams"]), list(config["unseen_seams"])
 
     def source_seam(seam):
@@ -359,9 +372,13 @@ def _draw_rows(pool, k, rng):
     return list(np.concatenate(reps)[:k])
 
 
-def plan_sets(meta, config, seed):
-    """{set: list of items}; item = dict(row=source index, op=(name, param), labels={...})."""
-    rng = np.random.default_rng([seed, 0x5E75])
+def _item(row, op=("none", 0.0), **labels):
+    """One planned image: source row, operation (name, parameter), reference labels."""
+    return dict(row=row, op=op, labels=labels)
+
+
+def _pools(meta, config):
+    """(in-domain rows, unseen-seam rows, real-OOD row indices); every missing input named."""
     in_dom = list(config["in_domain_seams"])
     normal = meta[meta["OOD_class"] == 0]
     from_source = normal["_origin"] == "source" if "_origin" in normal.columns else True
@@ -382,20 +399,29 @@ def plan_sets(meta, config, seed):
                        "JPEG/PNG photos out of the operating domain)")
     if lacking:
         raise ChallengeError("; ".join(lacking))
+    return domain, gen, ood_rows
+
+
+def plan_performance(meta, domain, config, rng):
+    """(performance items, training rows): a stratified held-out share of the in-domain rows."""
+    in_dom = list(config["in_domain_seams"])
     held = _stratified_split(domain, float(config["performance"]["fraction"]), rng,
                              int(config["robustness"]["min_ko_per_level"]), in_dom)
     perf = meta.loc[held]
-    training = domain.drop(index=held).index.tolist()
     n_ko = int((perf["class"] == "KO").sum())
     if len(perf) == 0 or n_ko == 0:
         raise ChallengeError(f"source: the performance set ({len(perf)} rows) gets no KO row; "
                              "the source has too few KO in the in-domain seams "
                              f"{', '.join(in_dom)}")
-    sets = {"performance": [dict(row=i, op=("none", 0.0), labels={}) for i in held]}
+    return [_item(i) for i in held], domain.drop(index=held).index.tolist()
 
-    # robustness: seam-balanced, class mix of performance kept, >= min KO per level.
+
+def plan_robustness(perf, config, rng):
+    """Seam-balanced base images (the class mix of performance, >= min KO per level), each
+    once clean and once per ladder level."""
     rc = config["robustness"]
     min_ko = int(rc["min_ko_per_level"])
+    n_ko = int((perf["class"] == "KO").sum())
     if n_ko < min_ko:
         raise ChallengeError(
             f"source: too few KO for the robustness set: the performance split holds {n_ko} KO, "
@@ -405,34 +431,41 @@ def plan_sets(meta, config, seed):
     total = max(int(rc["size"]), math.ceil(min_ko / share))
     k_ko = min(n_ko, max(min_ko, int(round(total * share))))
     k_ok = min(len(perf) - n_ko, total - k_ko)
+    in_dom = list(config["in_domain_seams"])
     base = _round_robin(perf[perf["class"] == "KO"], k_ko, rng, in_dom) + \
         _round_robin(perf[perf["class"] == "OK"], k_ok, rng, in_dom)
-    rob = [dict(row=i, op=("none", 0.0), labels={"perturbation": "none", "level": 0.0}) for i in base]
+    items = [_item(i, perturbation="none", level=0.0) for i in base]
     for name, levels in rc["levels"].items():
         for level in levels:
-            rob += [dict(row=i, op=(name, float(level)),
-                         labels={"perturbation": name, "level": float(level)}) for i in base]
-    sets["robustness"] = rob
+            items += [_item(i, (name, float(level)), perturbation=name, level=float(level)) for i in base]
+    return items
 
-    # ood_synthetic: balanced clean / strongly perturbed, distinct images where possible.
+
+def plan_ood_synthetic(perf, config, rng):
+    """Balanced clean / strongly perturbed copies, distinct images where possible."""
     oc = config["ood_synthetic"]
     k = max(1, min(int(oc["size_per_class"]), len(perf) // 2))
     rows = _draw_rows(perf.index, 2 * k, rng)
     kinds = list(oc["kinds"])
-    sets["ood_synthetic"] = [dict(row=i, op=("none", 0.0), labels={"ood": 0}) for i in rows[:k]] + [
-        dict(row=i, op=("ood_synthetic", kinds[j % len(kinds)]), labels={"ood": 1})
-        for j, i in enumerate(rows[k:])]
+    return [_item(i, ood=0) for i in rows[:k]] + \
+        [_item(i, ("ood_synthetic", kinds[j % len(kinds)]), ood=1) for j, i in enumerate(rows[k:])]
 
-    # ood_real: the source's OOD_class = 1 rows and as many normal held-out rows.
-    ood_rows = list(rng.permutation(ood_rows)[: int(rr["max_ood"])])
-    sets["ood_real"] = [dict(row=i, op=("none", 0.0), labels={"ood": 1}) for i in ood_rows] + [
-        dict(row=i, op=("none", 0.0), labels={"ood": 0}) for i in _draw_rows(perf.index, len(ood_rows), rng)]
 
-    # generalization: the unseen seams.
-    gen_rows = sorted(rng.permutation(gen.index.to_numpy())[: int(config["generalization"]["max_size"])])
-    sets["generalization"] = [dict(row=i, op=("none", 0.0), labels={}) for i in gen_rows]
+def plan_ood_real(perf, ood_rows, config, rng):
+    """The source's real-OOD rows (at most max_ood) and as many normal held-out rows."""
+    ood_rows = list(rng.permutation(ood_rows)[: int(config["ood_real"]["max_ood"])])
+    return [_item(i, ood=1) for i in ood_rows] + \
+        [_item(i, ood=0) for i in _draw_rows(perf.index, len(ood_rows), rng)]
 
-    # drift: an ordered sequence, perturbation growing with the position, the end labelled OOD.
+
+def plan_generalization(gen, config, rng):
+    """The unseen seams' rows (at most max_size)."""
+    rows = sorted(rng.permutation(gen.index.to_numpy())[: int(config["generalization"]["max_size"])])
+    return [_item(i) for i in rows]
+
+
+def plan_drift(meta, perf, config, rng):
+    """An ordered sequence, perturbation growing with the position, the end labelled OOD."""
     dc = config["drift"]
     n = int(dc["size"])
     rows = _draw_rows(perf.index, n, rng)
@@ -441,16 +474,89 @@ def plan_sets(meta, config, seed):
         raise ChallengeError(f"source: the drift sequence would be {ko_share:.0%} KO "
                              f"(drift.max_ko_share = {dc['max_ko_share']})")
     first_ood = n - int(round(float(dc["ood_fraction"]) * n))
-    sets["drift"] = [dict(row=i, op=("drift", pos / max(n - 1, 1)),
-                          labels={"ood": int(pos >= first_ood), "position": pos})
-                     for pos, i in enumerate(rows)]
+    return [_item(i, ("drift", pos / max(n - 1, 1)), ood=int(pos >= first_ood), position=pos)
+            for pos, i in enumerate(rows)]
+
+
+def plan_sets(meta, config, seed):
+    """({set: list of items}, training rows); item = dict(row=source index, op=(name, param),
+    labels={...}). One generator drawn in this order (the order fixes the sets for a seed);
+    the caps of config["max_per_set"] are applied by capped_config before planning."""
+    rng = np.random.default_rng([seed, 0x5E75])
+    domain, gen, ood_rows = _pools(meta, config)
+    performance, training = plan_performance(meta, domain, config, rng)
+    perf = meta.loc[[item["row"] for item in performance]]
+    sets = {"performance": performance,
+            "robustness": plan_robustness(perf, config, rng),
+            "ood_synthetic": plan_ood_synthetic(perf, config, rng),
+            "ood_real": plan_ood_real(perf, ood_rows, config, rng),
+            "generalization": plan_generalization(gen, config, rng),
+            "drift": plan_drift(meta, perf, config, rng)}
+    cap = config["max_per_set"]["performance"]
+    if cap is not None and len(performance) > cap:
+        # drawn after the others (same sets for the other five): a stratified subsample
+        sets["performance"] = [_item(i) for i in _stratified_subsample(perf, cap, rng)]
     return sets, training
+
+
+def _stratified_subsample(frame, k, rng):
+    """k row indices of ``frame``, each (seam, class) group kept in proportion (largest
+    remainder), sorted."""
+    groups = [g.index.to_numpy() for _, g in frame.groupby(["welding-seams", "class"], sort=True)]
+    raw = np.array([len(g) for g in groups], float) * k / len(frame)
+    counts = np.floor(raw).astype(int)
+    for j in np.argsort(-(raw - counts), kind="stable")[: k - counts.sum()]:
+        counts[j] += 1
+    return sorted(int(i) for g, c in zip(groups, counts) for i in rng.permutation(g)[:c])
+
+
+def capped_config(config, caps):
+    """The config whose set sizes respect ``caps`` ({set: max images or None}): each set's own
+    size key lowered where the cap asks for less (performance is subsampled in plan_sets)."""
+    cfg = copy.deepcopy(config)
+    cfg["max_per_set"] = {**cfg["max_per_set"], **{k: v for k, v in caps.items() if v is not None}}
+    cap = cfg["max_per_set"]
+    n_copies = 1 + sum(len(v) for v in cfg["robustness"]["levels"].values())
+    for name, key, per in (("robustness", ("robustness", "size"), n_copies),
+                           ("ood_synthetic", ("ood_synthetic", "size_per_class"), 2),
+                           ("ood_real", ("ood_real", "max_ood"), 2),
+                           ("generalization", ("generalization", "max_size"), 1),
+                           ("drift", ("drift", "size"), 1)):
+        if cap[name] is not None:
+            node = cfg[key[0]]
+            node[key[1]] = min(int(node[key[1]]), max(1, cap[name] // per))
+    return cfg
+
+
+def check_caps(sets, caps):
+    """One line per set above its cap (robustness is raised to reach min_ko_per_level)."""
+    over = [f"max_per_set: {name}: {len(sets[name])} images planned, cap {caps[name]} (the set's minimum "
+            "needs more: raise the cap or lower robustness.min_ko_per_level)"
+            for name in SET_NAMES if caps.get(name) is not None and len(sets[name]) > caps[name]]
+    if over:
+        raise ChallengeError("\n".join(over))
+
+
+def size_table(meta, sets, training):
+    """Per set (and training): images, KO, megapixels (from the metadata's resolutions)."""
+    def row(name, rows):
+        res = meta.loc[rows, "resolution"]
+        mpix = sum(int(r[0]) * int(r[1]) for r in res if r is not None) / 1e6
+        return {"set": name, "images": len(rows), "KO": int((meta.loc[rows, "class"] == "KO").sum()),
+                "megapixels": round(mpix, 1)}
+
+    table = [row(name, [item["row"] for item in sets[name]]) for name in SET_NAMES]
+    return pd.DataFrame(table + [row("training_data", list(training))])
+
+
+def format_size_table(table) -> str:
+    lines = [f"  {'set':15s} {'images':>8s} {'KO':>6s} {'megapixels':>11s}"]
+    lines += [f"  {r.set:15s} {r.images:8d} {r.KO:6d} {r.megapixels:11.1f}" for r in table.itertuples()]
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- drawing
 def _apply(img, op, seed, config):
-    from challenge_welding.data import perturbations as pt
-
     name, param = op
     if name == "none":
         return img
@@ -464,18 +570,39 @@ def _apply(img, op, seed, config):
     raise ValueError(name)
 
 
-def _render_group(task):
-    """Decode one source image once and write every copy derived from it."""
-    import cv2
+MOVING = ("rotation", "translation")  # the operations that move pixels (and so the mask)
 
-    src, copies, config = task
+
+def move_mask(mask, op):
+    """The defect mask (uint8 0/255) of an image transformed by ``op``: rotated or shifted
+    by the very warp of the image (same matrix, border and interpolation), then binarised
+    at 128; every other operation (blur, luminance, OOD, drift) leaves it in place."""
+    name, param = op
+    if name not in MOVING:
+        return mask
+    return np.where(pt.robustness(mask, name, param) >= 128, 255, 0).astype(np.uint8)
+
+
+def _render_group(task):
+    """Decode one source image once and write every copy derived from it (and its mask)."""
+    src, mask_src, copies, config = task
     img = cv2.imread(src, cv2.IMREAD_COLOR)
+    mask = None
+    if mask_src is not None:
+        mask = cv2.imread(mask_src, cv2.IMREAD_GRAYSCALE)
+        if mask is None or mask.shape != img.shape[:2]:
+            got = "not a decodable image" if mask is None else f"{mask.shape[1]}x{mask.shape[0]}"
+            return f"mask {mask_src}: expected a {img.shape[1]}x{img.shape[0]} image, got {got}"
+        mask = np.where(mask >= 128, 255, 0).astype(np.uint8)
     params = [cv2.IMWRITE_JPEG_QUALITY, int(config["jpeg_quality"])]
-    for out, op, seed in copies:
+    for out, op, seed, mask_out in copies:
         ok, buf = cv2.imencode(".jpeg", _apply(img, op, seed, config), params)
         with open(out, "wb") as fh:
             fh.write(buf.tobytes())
-    return len(copies)
+        if mask_out is not None and mask is not None:
+            with open(mask_out, "wb") as fh:
+                fh.write(cv2.imencode(".png", move_mask(mask, op))[1].tobytes())
+    return ""
 
 
 def _resolution(value):
@@ -483,7 +610,9 @@ def _resolution(value):
 
 
 TRAINING_NAME = "training_data"
-TRAINING_DROP = ("OOD_class", "_file", "_origin")
+MASKS = "masks"  # DATA/reference_data/masks/<set>/<sample_id>.png (private: the scorer's side)
+# Masks stay private: the training split keeps the published format (no mask_path).
+TRAINING_DROP = ("OOD_class", "_file", "_origin", "_mask", MASK_COLUMN)
 
 
 def training_frame(meta):
@@ -493,8 +622,6 @@ def training_frame(meta):
     (relative to DATA/training_data, the storage root), sha256 the 32 raw bytes,
     resolution ints; every other column of the source is kept as it was.
     """
-    from challenge_welding.data.source import published_path
-
     train = meta.drop(columns=[c for c in TRAINING_DROP if c in meta.columns]).reset_index(drop=True)
     labelling = train["labelling_type"].fillna("unlabelled").astype(str) \
         if "labelling_type" in train.columns else ["unlabelled"] * len(train)
@@ -511,90 +638,108 @@ def training_frame(meta):
 
 
 def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
-               unseen_sources=(), ood_source=None) -> Path:
+               unseen_sources=(), ood_source=None, max_per_set=None, report=None,
+               plan_only=False) -> Path:
     """Write DATA/{input_data,reference_data,training_data} from ``source``; return DATA.
 
     ``unseen_sources``: published-format datasets of other seams (generalization set);
-    ``ood_source``: a folder of real out-of-distribution photos (ood_real set).
+    ``ood_source``: a folder of real out-of-distribution photos (ood_real set);
+    ``max_per_set``: {set: max images} on top of the config's max_per_set; ``report``:
+    called with the size table (see size_table) before anything is written;
+    ``plan_only``: stop there (nothing written).
     """
-    import pandas as pd
-
-    from challenge_welding.data.parallel import run_parallel
-    from challenge_welding.data.parquet_io import write_parquet
-    from challenge_welding.data.source import dataset_path
-
     source, out = Path(source), Path(out)
-    cfg = config if isinstance(config, dict) else load_build_config(config)
-    cfg = copy.deepcopy(cfg)
-    _check_config(cfg)
+    cfg = check_build_config(copy.deepcopy(config) if isinstance(config, dict) else load_build_config(config))
+    cfg = capped_config(cfg, max_per_set or {})
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
     source_rows = meta.attrs.pop("source_rows")
     sets, training = plan_sets(meta, cfg, seed)
+    check_caps(sets, cfg["max_per_set"])
+    if report is not None:
+        report(size_table(meta, sets, training))
+    if plan_only:
+        return out
 
     out.mkdir(parents=True, exist_ok=True)
     work = out / f".build-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     try:
-        id_rng = np.random.default_rng([seed, 0x1D5])
-        used = set()
-
-        def token():
-            while True:
-                t = id_rng.bytes(8).hex()
-                if t not in used:
-                    used.add(t)
-                    return t
-
-        groups = {}   # source row -> list of copies
-        tables = {}
-        for set_idx, name in enumerate(SET_NAMES):
-            items = sets[name]
-            order = np.arange(len(items)) if name == "drift" else id_rng.permutation(len(items))
-            folder = work / "input_data" / name
-            (folder / "images").mkdir(parents=True)
-            records = []
-            for j in order:
-                item = items[j]
-                row = meta.loc[item["row"]]
-                sid, fname = token(), token()
-                rel = f"images/{fname}.jpeg"
-                groups.setdefault(item["row"], []).append(
-                    (str(folder / rel), item["op"], [seed, set_idx, int(j)]))
-                records.append({"sample_id": sid, "path": rel, "welding-seams": row["welding-seams"],
-                                "resolution": _resolution(row.get("resolution")),
-                                "class": row["class"], **item["labels"]})
-            tables[name] = pd.DataFrame(records)
-
-        tasks = [(meta.loc[r, "_file"], copies, cfg) for r, copies in sorted(groups.items())]
-        run_parallel(_render_group, tasks, workers, desc="build sets", progress=progress)
-
-        (work / "reference_data").mkdir()
+        tables, tasks = _plan_files(meta, sets, work, seed, cfg)
+        faults = [f for f in run_parallel(_render_group, tasks, workers, desc="build sets",
+                                          progress=progress) if f]
+        if faults:
+            raise ChallengeError(f"--source {source}: {len(faults)} bad masks: {_listing(faults)}")
         for name, table in tables.items():
             write_parquet(table[list(INPUT_COLUMNS)], work / "input_data" / name / "metadata.parquet")
             ref_cols = ["sample_id", "class", "welding-seams"] + \
                 [c for c in ("perturbation", "level", "ood", "position") if c in table.columns]
             write_parquet(table[ref_cols], work / "reference_data" / f"{name}.parquet")
-
-        train, files = training_frame(source_rows.loc[training])
-        store = work / TRAINING_NAME
-        (dataset_path(store, TRAINING_NAME) / "metadata").mkdir(parents=True)
-        for rel, src in zip(train["path"], files):
-            dst = store / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-        write_parquet(train, dataset_path(store, TRAINING_NAME) / SOURCE_META)
-
+        _write_training(source_rows.loc[training], work / TRAINING_NAME)
         _install(work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    _calibrate(out / "reference_data")
+    calibrate(out / "reference_data")
     return out
+
+
+def _plan_files(meta, sets, work, seed, cfg):
+    """({set: reference+input table}, render tasks): random ids and file names from the seeded
+    generator, rows shuffled (drift keeps its order), one task per source image."""
+    id_rng = np.random.default_rng([seed, 0x1D5])
+    used = set()
+
+    def token():
+        while True:
+            t = id_rng.bytes(8).hex()
+            if t not in used:
+                used.add(t)
+                return t
+
+    groups = {}   # source row -> list of copies
+    tables = {}
+    has_masks = "_mask" in meta.columns
+    for set_idx, name in enumerate(SET_NAMES):
+        items = sets[name]
+        order = np.arange(len(items)) if name == "drift" else id_rng.permutation(len(items))
+        folder = work / "input_data" / name
+        (folder / "images").mkdir(parents=True)
+        mask_dir = work / "reference_data" / MASKS / name
+        records = []
+        for j in order:
+            item = items[j]
+            row = meta.loc[item["row"]]
+            sid, fname = token(), token()
+            rel = f"images/{fname}.jpeg"
+            # a KO sample whose source row has a mask gets it, moved like its image
+            mask_out = None
+            if has_masks and row["class"] == "KO" and isinstance(row["_mask"], str):
+                mask_dir.mkdir(parents=True, exist_ok=True)
+                mask_out = str(mask_dir / f"{sid}.png")
+            groups.setdefault(item["row"], []).append(
+                (str(folder / rel), item["op"], [seed, set_idx, int(j)], mask_out))
+            records.append({"sample_id": sid, "path": rel, "welding-seams": row["welding-seams"],
+                            "resolution": _resolution(row.get("resolution")),
+                            "class": row["class"], **item["labels"]})
+        tables[name] = pd.DataFrame(records)
+    (work / "reference_data").mkdir(exist_ok=True)
+    tasks = [(meta.loc[r, "_file"], meta.loc[r, "_mask"] if has_masks and any(c[3] for c in copies) else None,
+              copies, cfg) for r, copies in sorted(groups.items())]
+    return tables, tasks
+
+
+def _write_training(rows, store):
+    """The public training split (published format and layout) under ``store``."""
+    train, files = training_frame(rows)
+    (dataset_path(store, TRAINING_NAME) / "metadata").mkdir(parents=True)
+    for rel, src in zip(train["path"], files):
+        dst = store / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    write_parquet(train, dataset_path(store, TRAINING_NAME) / SOURCE_META)
 
 
 def training_meta_path(data) -> Path:
     """DATA/training_data/challenge-welding/datasets/training_data/metadata/ds_meta.parquet."""
-    from challenge_welding.data.source import dataset_path
-
     return dataset_path(Path(data) / TRAINING_NAME, TRAINING_NAME) / SOURCE_META
 
 
@@ -616,22 +761,9 @@ def _install(work, out):
         # Images first, the reference last: a set only looks complete once both are in.
         _replace(work / "input_data" / name, out / "input_data" / name)
         _replace(work / "reference_data" / f"{name}.parquet", out / "reference_data" / f"{name}.parquet")
+    # the masks of this build (none: the folder of an older build goes, they would not match)
+    if (work / "reference_data" / MASKS).is_dir():
+        _replace(work / "reference_data" / MASKS, out / "reference_data" / MASKS)
+    elif (out / "reference_data" / MASKS).exists():
+        shutil.rmtree(out / "reference_data" / MASKS)
     _replace(work / "training_data", out / "training_data")
-
-
-def _calibrate(reference_dir):
-    """Calibrated scoring config in reference_data/scoring.yaml.
-
-    An existing scoring.yaml (an organiser's settings) is kept and only its breakpoints
-    change; otherwise the packaged default is copied first, so the file exists even
-    when the scoring package has no calibrate step.
-    """
-    target = reference_dir / "scoring.yaml"
-    if not target.exists():
-        shutil.copyfile(Path(__file__).resolve().parent.parent / "scoring" / "default_scoring.yaml",
-                        target)
-    try:
-        from challenge_welding.scoring.calibrate import calibrate
-    except ImportError:  # no calibrate step: the default config (alphas unset) stays
-        return None
-    return calibrate(reference_dir)

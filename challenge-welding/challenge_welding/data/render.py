@@ -19,6 +19,9 @@ import numpy as np
 
 DEFECTS = ("porosity", "crack", "undercut", "spatter", "burn_through", "missing_segment")
 REAL_OOD_KINDS = ("occlusion", "glare", "dark", "bright", "motion_blur")
+# The scene is drawn at most this many lines high and upscaled (see render_weld_and_mask):
+# every feature is >= 1 px here (ripples ~8 px, pores >= 1.4 px, cracks >= 1 px).
+SCENE_LINES = 270
 
 
 @dataclass(frozen=True)
@@ -111,14 +114,40 @@ def _disks(shape, centres, radii, soft):
 
 
 def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=True):
-    """Draw one weld photo.
+    """Draw one weld photo: a BGR uint8 array (height, width, 3). See render_weld_and_mask."""
+    return render_weld_and_mask(rng, seam, width, height, defects, ood_kind, ok_spatter)[0]
+
+
+def render_weld_and_mask(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=True):
+    """Draw one weld photo and its defect mask.
 
     rng: numpy Generator (the only randomness); seam: a key of SEAM_LOOKS;
     defects: sequence of (name, severity in (0, 1]); ood_kind: None or one of
-    REAL_OOD_KINDS. Returns a BGR uint8 array (height, width, 3).
+    REAL_OOD_KINDS. Returns (BGR uint8 (height, width, 3), mask) where mask is a bool
+    (height, width) array of the defects' pixels (all False without defects).
+
+    Speed: the scene (plates, bead, defects, light) is drawn at most SCENE_LINES high and
+    upscaled; the camera's defocus and sensor noise are applied at the full resolution
+    (see _camera). Every random draw is the same at any resolution (geometry is in
+    height units, array shapes never change the number of draws), so a seed shows the
+    same weld at 480x270 and 1920x1080; at <= SCENE_LINES lines nothing is upscaled.
     """
-    look = SEAM_LOOKS[seam]
     h, w = int(height), int(width)
+    hs = min(h, SCENE_LINES)
+    ws = w if hs == h else max(1, int(round(w * hs / h)))
+    img, mask = _scene(rng, seam, ws, hs, defects, ood_kind, ok_spatter)
+    img = _camera(rng, img, w, h)
+    if mask is not None and (ws, hs) != (w, h):
+        mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+    mask = mask >= 0.5 if mask is not None else np.zeros((h, w), bool)
+    return img, mask
+
+
+def _scene(rng, seam, w, h, defects, ood_kind, ok_spatter):
+    """The weld as seen through a perfect lens (float32 BGR, w x h) and the defects'
+    coverage (float32 in [0, 1], or None without defects). Hand-written drawing: see the
+    module docstring; one function so the order of the random draws reads top to bottom."""
+    look = SEAM_LOOKS[seam]
     px = 1.0 / h  # one pixel in height units
     # Broadcast row/column coordinates: full (h, w) arrays appear only where needed.
     u = ((np.arange(w, dtype=np.float32) - w / 2) / h)[None, :]
@@ -160,12 +189,16 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
     present = (np.abs(r) < 1).astype(np.float32)
     present = cv2.GaussianBlur(present, (0, 0), 0.8)
     gaps = np.zeros((h, w), np.float32)
+    # the defects' coverage (the mask): what each defect draws, at coverage >= 0.5
+    defect_cov = np.zeros((h, w), np.float32) if defects else None
     for name, sev in defects:
         if name == "missing_segment":
             tc = rng.uniform(-0.3, 0.3)
             half = w0 * (0.4 + 2.2 * sev)
             end = np.clip((half - np.abs(t - tc)) / (w0 * 0.25), 0, 1)
             gaps = np.maximum(gaps, end)
+    if defects:
+        np.maximum(defect_cov, gaps * (np.abs(r) < 1), out=defect_cov)  # where the bead is missing
     present *= 1 - gaps
     height_map = np.sqrt(np.clip(1 - r * r, 0, 1)) * present
     period = look.ripple * rng.uniform(0.85, 1.15)
@@ -201,6 +234,7 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
             rim = _disks((h, w), list(zip(*to_uv(tt - 0.25 * rad, dd - 0.25 * rad))), rad * 1.15, 0.8 * px)
             img += (40 * np.clip(rim - cov, 0, 1))[..., None]
             darken(cov, 0.55 + 0.35 * sev, (20, 20, 22))
+            np.maximum(defect_cov, cov, out=defect_cov)
         elif name == "crack":
             length = 0.08 + 0.45 * sev
             n = 24
@@ -212,13 +246,17 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
             mask = np.zeros((h, w), np.uint8)
             thick = max(1, int(round((1.0 + 1.5 * sev) * h / 540)))
             cv2.polylines(mask, [pts], False, 255, thick, cv2.LINE_AA)
-            darken(mask.astype(np.float32) / 255, 0.6 + 0.35 * sev, (15, 15, 18))
+            line = mask.astype(np.float32) / 255
+            darken(line, 0.6 + 0.35 * sev, (15, 15, 18))
+            np.maximum(defect_cov, line, out=defect_cov)
         elif name == "undercut":
             length = 0.1 + 0.4 * sev
             sgn = float(rng.choice([-1.0, 1.0]))
             along = np.clip((length / 2 - np.abs(t - tc)) / 0.02, 0, 1)
             across = np.exp(-(((r * sgn) - 1.12) / (0.10 + 0.12 * sev)) ** 2)
-            darken(along * across, 0.35 + 0.5 * sev, (25, 22, 20))
+            groove = along * across
+            darken(groove, 0.35 + 0.5 * sev, (25, 22, 20))
+            np.maximum(defect_cov, groove, out=defect_cov)
         elif name == "spatter":
             spatter_sev = max(spatter_sev, sev)
         elif name == "burn_through":
@@ -229,8 +267,10 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
             core = _disks((h, w), [(cu[0], cv_[0])], [rad], 1.0 * px)
             darken(halo, 0.55, (30, 60, 110))
             darken(core, 0.92, (8, 8, 10))
+            np.maximum(defect_cov, halo, out=defect_cov)  # the heat-tinted halo holds the hole
         elif name == "missing_segment":
             pass  # handled in the bead mask above
+    benign_n = spatter_n
     if spatter_sev > 0:
         spatter_n += 8 + int(45 * spatter_sev)
     if spatter_n:
@@ -245,6 +285,9 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
         darken(shadow, 0.5)
         drop = _disks((h, w), centres, rad, 0.7 * px)
         _blend(img, np.asarray(look.bead, np.float32) * 1.2, drop)
+        if spatter_sev > 0:  # the defect's droplets, not the few a good weld has too
+            extra = _disks((h, w), centres[benign_n:], rad[benign_n:], 0.7 * px)
+            np.maximum(defect_cov, extra, out=defect_cov)
 
     # Lighting: exposure, gradient, vignette.
     gx, gy = (float(x) for x in rng.uniform(-0.35, 0.35, 2))
@@ -253,13 +296,39 @@ def render_weld(rng, seam, width, height, defects=(), ood_kind=None, ok_spatter=
 
     if ood_kind is not None:
         img = _real_ood(rng, img, ood_kind, u, v, h, w)
+    return img, (np.clip(defect_cov, 0, 1) if defects else None)
 
-    # Camera: slight defocus (varies, so blur_level spans the 950 threshold) and sensor noise.
+
+def _camera(rng, img, w, h):
+    """Slight defocus (varies, so blur_level spans the 950 threshold) and sensor noise.
+
+    ``img`` is the scene (float32, possibly fewer lines than h). At full size: as drawn.
+    Upscaled: the defocus is applied before upscaling at the scene's scale (a Gaussian
+    of sigma s at full size = sigma s * hs / h on the scene, the bilinear upscale adding
+    its own sub-pixel smoothing), then uint8, then noise of the same law (N(0, 2.5)
+    truncated to integers as astype did: mean -0.5) added at full size in int16.
+    """
+    hs = img.shape[0]
     sigma = float(rng.choice([0.0, 0.5, 0.8, 1.1, 1.5])) * h / 270
-    if sigma > 0.2:
-        img = cv2.GaussianBlur(img, (0, 0), sigma)
-    img += _gauss(rng, img.shape, 2.5)
-    return np.clip(img, 0, 255).astype(np.uint8)
+    if hs == h:
+        if sigma > 0.2:
+            img = cv2.GaussianBlur(img, (0, 0), sigma)
+        img += _gauss(rng, img.shape, 2.5)
+        return np.clip(img, 0, 255).astype(np.uint8)
+    if sigma * hs / h > 0.2:
+        img = cv2.GaussianBlur(img, (0, 0), sigma * hs / h)
+    small = np.clip(img, 0, 255).astype(np.uint8)
+    big = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+    return cv2.add(big, _noise_int16(rng, big.shape), dtype=cv2.CV_8U)
+
+
+def _noise_int16(rng, shape):
+    """round(N(-0.5, 2.5)) as int16: the full-size sensor noise (cv2.randn rounds to
+    integers when writing int16, so no float pass over the frame)."""
+    out = np.empty(shape, np.int16)
+    cv2.setRNGSeed(int(rng.integers(1, 2**31 - 1)))
+    cv2.randn(out, -0.5, 2.5)
+    return out
 
 
 def _real_ood(rng, img, kind, u, v, h, w):
