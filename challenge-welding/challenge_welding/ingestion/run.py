@@ -33,7 +33,9 @@ from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
 from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
-from challenge_welding.ingestion.process import Child, ChildFault
+from challenge_welding.ingestion import selfcheck
+from challenge_welding.ingestion.process import CHILD_SCRIPT, Child, ChildFault
+from challenge_welding.ingestion.sandbox import Sandbox
 from challenge_welding.ingestion.protocol import BufferPool
 from challenge_welding.ingestion.write import write_json, write_set, write_sets
 
@@ -43,8 +45,10 @@ DEFAULTS = dict(
     wheelhouse=None, no_index=False, batch_timeout=600.0, total_timeout=None,
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
-    decode_stock_mb=384,
+    decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
 )
+# sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
+# child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
 # decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
 # exclusive_predict: in which sets no decoding runs during predict() calls
 EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
@@ -71,6 +75,7 @@ class RunReport:
     errors: list = field(default_factory=list)
     fault: dict | None = None
     integrity: dict = field(default_factory=dict)
+    sandbox: dict = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     logs: dict = field(default_factory=lambda: {"ingestion": LOG_FILE,
                                                 "submission": SUBMISSION_LOG})
@@ -245,6 +250,16 @@ def ingest(submission, input_data, output, **options) -> dict:
         report.workdir = str(workdir)
     answers: dict[str, SetAnswers] = {}
     failure = None
+    # -- sandbox (sandbox.py, selfcheck.py): every evaluator module loaded, its files hashed
+    selfcheck.preload()
+    evaluator_before = selfcheck.fingerprint()
+    box = Sandbox.for_run(input_data, output, opt["isolation"], not opt["no_network"],
+                          opt["run_network"], int(opt["max_processes"]), [CHILD_SCRIPT])
+    report.sandbox = box.describe()
+    if box.warning():
+        report.warn(box.warning(), log)
+    opt["_sandbox"] = box
+    # --
     try:
         with reaper.guarded() as subreaper:
             report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
@@ -263,6 +278,10 @@ def ingest(submission, input_data, output, **options) -> dict:
             shutil.rmtree(workdir, ignore_errors=True)
     for name in opt["sets"]:
         report.sets.setdefault(name, {"status": "not run"})
+    changed = selfcheck.changes(evaluator_before, selfcheck.fingerprint())  # sandbox check
+    report.sandbox["evaluator_files"] = {"hashed": len(evaluator_before), "changed": changed}
+    if changed:
+        report.error(selfcheck.change_line(changed), log)
     report.status = "failed" if report.errors else "ok"
     # every process of the submission is dead here: the files come from memory only, and a
     # set file without answers can only be the submission's
@@ -295,6 +314,9 @@ def _run_submission(submission, workdir, output, sets, opt, report, log, answers
         if child is not None:
             child.stop()
             report.integrity["processes_killed"] = child.killed_processes
+            if child.survivors:  # sandbox: the group kill did not finish
+                report.error(f"{child.survivors} process(es) of the submission survived the "
+                             "kill at the end of the run: its output is not trusted", log)
             _note_output(child, report, log, opt)
 
 
@@ -337,7 +359,7 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
         env = envmod.prepare_environment(
             root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
             installer=opt["installer"], wheelhouse=opt["wheelhouse"], no_index=opt["no_index"],
-            timeout=opt["install_timeout"], log=log)
+            timeout=opt["install_timeout"], log=log, sandbox=opt["_sandbox"])
     except envmod.InstallError as exc:
         report.errors.append(f"install: {exc}".splitlines()[0])
         report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
@@ -355,9 +377,11 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
     device, why = (opt["device"], "set by --device") if opt["device"] else envmod.detect_device()
     report.device = {"name": device, "reason": why}
     log(f"device: {device} ({why})")
+    confine = _child_confinement(opt["_sandbox"], env, root, workdir, report)
     try:
         child = Child(env.python, env.pythonpath, cwd=root, log_path=output / SUBMISSION_LOG,
-                      max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
+                      max_log_bytes=int(opt["max_log_mb"] * (1 << 20)), confine=confine,
+                      extra_env=confine.env, max_processes=confine.max_processes)
     except OSError as exc:
         raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
                          "", "import") from None
@@ -373,6 +397,20 @@ def _prepare(submission, workdir, output, opt, report, log) -> Child | None:
         f"{ready['numpy']}; load_model {ready['load_s']:.2f} s; predict "
         + ("accepts device" if ready["accepts_device"] else "has no device parameter") + ")")
     return child
+
+
+def _child_confinement(box: Sandbox, env, root: Path, workdir: Path, report: RunReport):
+    """The child's sandbox: reads its environment and the submission, writes a scratch folder
+    (its HOME and temp dir); what is in force goes to ingestion.json."""
+    scratch = workdir / "scratch"
+    (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+    confine = box.run(env.path or sys.prefix, [str(root), *env.pythonpath], [str(scratch)])
+    confine.env = {"HOME": str(scratch), "TMPDIR": str(scratch / "tmp"),
+                   "TEMP": str(scratch / "tmp"), "TMP": str(scratch / "tmp"),
+                   "XDG_CACHE_HOME": str(scratch / ".cache")}
+    report.sandbox["install"] = box.installed
+    report.sandbox["run"] = confine.describe()
+    return confine
 
 
 def _run_sets(child: Child, sets: dict, output: Path, opt, report: RunReport, log,
