@@ -63,6 +63,7 @@ def submission(tmp_path, body="", targets=None, setup=SETUP_PY):
     targets = targets or {}
     comp = attack(body or "pass")
     return make_submission(tmp_path / "sub", comp, setup=setup,
+                           manifest="include challenge_solution/targets.json\n",
                            extra={"challenge_solution/targets.json": json.dumps(targets),
                                   "targets.json": json.dumps(targets)})
 
@@ -274,7 +275,10 @@ if os.fork() == 0:
         os.setsid()
     except OSError:
         pass
-    if os.fork() == 0:
+    if os.fork() == 0:  # a daemon: no stdio of the installer's (which would wait for it)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
         os.execv(sys.executable, [sys.executable, "-c", T["daemon"], T["out"]])
     os._exit(0)
 '''
