@@ -65,6 +65,15 @@ def add_arguments(parser):
     parser.add_argument("--decode-stock-mb", type=float, default=384.0, metavar="MB",
                         help="memory for the batches decoded in one all-core burst between "
                              "timed predict() calls (default 384; 0: one batch at a time)")
+    # sandbox (docs/integrity.md)
+    parser.add_argument("--no-network", action="store_true",
+                        help="no TCP at install time either (Landlock ABI >= 4; the run never "
+                             "has it unless --run-network)")
+    parser.add_argument("--run-network", action="store_true",
+                        help="organisers: allow the submission TCP connections while it runs")
+    parser.add_argument("--max-processes", type=int, default=512, metavar="N",
+                        help="processes the submission may run at once; more is a fork storm "
+                             "that fails the run (default 512)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (drawn only on a terminal; a log gets one line "
                              "per set)")
@@ -81,5 +90,7 @@ def run(args):
         total_timeout=args.total_timeout, load_timeout=args.load_timeout,
         install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
         warmup=not args.no_warmup, progress=not args.no_progress,
-        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb)
+        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
+        no_network=args.no_network, run_network=args.run_network,
+        max_processes=args.max_processes)
     return 0 if report["status"] == "ok" else 1

@@ -184,7 +184,16 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
                 add(Finding("warning", w, "return exactly what the interface's docstring says"))
             elif w.startswith("the submission wrote"):
                 add(Finding("warning", w, "print less: the evaluation keeps a capped log"))
+            elif w.startswith("NO SANDBOX"):  # sandbox.py: this kernel has no Landlock
+                add(Finding("warning", w, "the evaluation runs it confined (Landlock): a "
+                                          "submission that writes outside its temp folder, "
+                                          "reads the evaluation data or opens TCP connections "
+                                          "while it runs fails there; check on Linux >= 6.7"))
             # other warnings repeat the layout findings above
+        box = report.get("sandbox") or {}
+        if box.get("landlock_abi"):
+            add(Finding("ok", f"ran confined as on the evaluator (Landlock ABI {box['landlock_abi']}:"
+                              " writes only to its temp folder, no TCP while it runs)"))
         if report["status"] == "ok":
             t = report["timings"]["sets"]["performance"]
             add(Finding("ok", f"predict() ran on {t['n']} images; valid outputs; "

@@ -42,7 +42,9 @@ from pathlib import Path
 
 import challenge_welding
 from challenge_welding.errors import ChallengeError
+from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
+from challenge_welding.ingestion.sandbox import Sandbox
 
 ENV_FORMAT = "2"  # bump to invalidate every cached environment
 _INTERFACE_FILES = ("ai_component_interface.py", "AIComponent_interface.py")
@@ -169,20 +171,51 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _run(cmd: list[str], log: Path, timeout: float, what: str) -> None:
+def _run(cmd: list[str], log: Path, timeout: float, what: str, jail=None) -> None:
+    """Run one install step; inside ``jail`` (a sandbox.Confinement) when given: its own
+    process group, confined, capped by the fork watchdog, and the whole group killed when
+    the step ends (a daemon forked by setup.py does not outlive it)."""
     with open(log, "ab") as fh:
         fh.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
         fh.flush()
-        try:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                  env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-        except subprocess.TimeoutExpired:
-            raise InstallError(f"{what}: still running after {timeout:.0f} s, stopped "
-                               f"(see {log})") from None
-    if proc.returncode != 0:
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **(jail.env if jail else {})}
+        if jail is None:
+            try:
+                code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
+                                      env=env).returncode
+            except subprocess.TimeoutExpired:
+                code = None
+        else:
+            code = _run_jailed(cmd, fh, env, timeout, what, jail)
+    if code is None:
+        raise InstallError(f"{what}: still running after {timeout:.0f} s, stopped (see {log})")
+    if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-12:]
-        raise InstallError(f"{what} failed (exit status {proc.returncode}); installer said:\n  "
+        raise InstallError(f"{what} failed (exit status {code}); installer said:\n  "
                            + "\n  ".join(tail))
+
+
+def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
+    """The exit status (None: timed out); InstallError when a process survived or stormed."""
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, preexec_fn=jail)
+    dog = reaper.Watchdog(proc.pid, jail.max_processes) if jail.max_processes else None
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:  # the whole group, every time: what setup.py left running must not outlive it
+        survivors = reaper.end_group(proc.pid, jail.kill_timeout, skip=proc.pid)
+        proc.kill()
+        proc.wait()
+        if dog is not None:
+            dog.stop()
+    if dog is not None and dog.line:
+        raise InstallError(f"{what}: {dog.line}")
+    if survivors:
+        raise InstallError(f"{what}: {survivors} process(es) of the install survived the kill "
+                           f"of its process group: the install is not trusted")
+    return code
 
 
 def _index_args(wheelhouse: str | None, no_index: bool) -> list[str]:
@@ -217,7 +250,7 @@ def python_version(python: str) -> tuple[int, int]:
         raise InstallError(f"the submission's Python {python} does not run") from None
 
 
-def _add_old_import_path(py: Path, log_path: Path) -> None:
+def _add_old_import_path(py: Path, log_path: Path, jail=None) -> None:
     """The published package lacks ``AIComponent_interface``: add it as an alias module."""
     code = ("import importlib.util, pathlib, challenge_welding as p\n"
             "d = pathlib.Path(p.__file__).parent\n"
@@ -226,23 +259,29 @@ def _add_old_import_path(py: Path, log_path: Path) -> None:
             "    f.write_text('# older import path, added by the evaluator\\n'\n"
             "                 'from challenge_welding.ai_component_interface import *  # noqa\\n'\n"
             "                 'from challenge_welding.ai_component_interface import AbstractAIComponent  # noqa\\n')\n")
-    _run([str(py), "-c", code], log_path, 120, "adding challenge_welding.AIComponent_interface")
+    _run([str(py), "-c", code], log_path, 120, "adding challenge_welding.AIComponent_interface",
+         jail)
 
 
 def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
                         cache_dir: str | Path | None = None, installer: str = "auto",
                         wheelhouse: str | None = None, no_index: bool = False,
-                        timeout: float = 1800.0, log=print, python: str | None = None) -> Environment:
+                        timeout: float = 1800.0, log=print, python: str | None = None,
+                        sandbox=None) -> Environment:
     """Build (or reuse) the submission's environment and install its code for this run.
 
     ``python``: the interpreter of the environment (default: the evaluator's own).
+    ``sandbox``: a sandbox.Sandbox confining every install step (default: one that only
+    keeps the evaluator's own files out of reach).
     """
     if not isolation:
         return Environment(python=sys.executable, pythonpath=[str(root)], kind="none",
                            notes=["--no-isolation: the submission runs from its folder in the "
                                   "evaluator's own environment"])
     t0 = time.perf_counter()
-    python = python or sys.executable
+    # the base interpreter itself: the installer never needs our own virtual environment
+    python = os.path.realpath(python or sys.executable)
+    sandbox = sandbox or Sandbox.default()
     wheelhouse, no_index = wheelhouse_options(wheelhouse, no_index)
     uv = find_uv() if installer in ("auto", "uv") else None
     if installer == "uv" and uv is None:
@@ -261,7 +300,7 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     for mode in modes:
         try:
             env = _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind,
-                         wheelhouse, no_index, timeout, log)
+                         wheelhouse, no_index, timeout, log, sandbox)
         except InstallError as exc:
             if mode != "published":
                 raise
@@ -277,7 +316,7 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
 
 
 def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind, wheelhouse,
-           no_index, timeout, log) -> Environment:
+           no_index, timeout, log, sandbox) -> Environment:
     """One attempt: ``mode`` "published" keeps the pin, "stand-in" puts our shim in its place."""
     index = _index_args(wheelhouse, no_index)
     where = "the wheelhouse" if no_index else "the package index"
@@ -316,40 +355,72 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
         if not cached:
             log(f"creating the submission's environment ({kind}) in {env_dir}")
             shutil.rmtree(env_dir, ignore_errors=True)
+            env_dir.mkdir(parents=True)  # exists before the jail names it writable
+            override = []
+            if uv and shim:
+                (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
+                override = ["--override", str(workdir / "overrides.txt")]
+            # the build backend writes in the submission's folder (egg-info): our copy of it
+            jail = _install_jail(sandbox, workdir, [env_dir, root], [shim and shim.parent, wheelhouse,
+                                                                     uv, override and override[1]],
+                                 python)
             if uv:
-                override = []
-                if shim:
-                    (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
-                    override = ["--override", str(workdir / "overrides.txt")]
-                _run([uv, "venv", "--quiet", "--python", python, str(env_dir)],
-                     install_log, timeout, "creating the virtual environment")
+                _run([uv, "venv", "--quiet", "--allow-existing", "--python", python, str(env_dir)],
+                     install_log, timeout, "creating the virtual environment", jail)
                 _run([uv, "pip", "install", "--python", str(py), *override,
                       *index, "-r", str(req_file), *shim_args, str(root)],
-                     install_log, timeout, "installing requirements.txt and the submission")
+                     install_log, timeout, "installing requirements.txt and the submission", jail)
             else:
                 _run([python, "-m", "venv", str(env_dir)], install_log, timeout,
-                     "creating the virtual environment")
+                     "creating the virtual environment", jail)
                 links = ["--find-links", str(shim.parent)] if shim else []
                 _run([str(py), "-m", "pip", "install", "--quiet", *links, *index,
                       "-r", str(req_file), *shim_args, str(root)],
-                     install_log, timeout, "installing requirements.txt and the submission")
+                     install_log, timeout, "installing requirements.txt and the submission", jail)
             if mode == "published":
-                _add_old_import_path(py, install_log)
+                _add_old_import_path(py, install_log, jail)
             (env_dir / ".complete").write_text(key)
         else:
             log(f"reusing the cached environment {env_dir}")
         # The submission's own code, for this run only (the cached env may hold another copy).
         site = workdir / "site"
         shutil.rmtree(site, ignore_errors=True)
+        site.mkdir()
+        jail = _install_jail(sandbox, workdir, [site, root], [env_dir, wheelhouse, uv], python)
         if uv:
             _run([uv, "pip", "install", "--python", str(py), "--no-deps", *index, "--target",
-                  str(site), str(root)], install_log, timeout, "installing the submission package")
+                  str(site), str(root)], install_log, timeout, "installing the submission package",
+                 jail)
         else:
             _run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", *index, "--target",
-                  str(site), str(root)], install_log, timeout, "installing the submission package")
+                  str(site), str(root)], install_log, timeout, "installing the submission package",
+                 jail)
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
                        path=str(env_dir), cached=cached, notes=notes, interface=mode,
                        installer=_installer_version(uv or [str(py), "-m", "pip"]))
+
+
+def _install_jail(sandbox, workdir: Path, write, read, python: str):
+    """The install's confinement: write ``write``, the installers' caches and a temp folder of
+    its own; read ``read`` (None entries skipped), the system, local package mirrors (/opt,
+    find-links) and the installers' configuration."""
+    tmp = workdir / "install-tmp"
+    tmp.mkdir(exist_ok=True)
+    home = Path.home()
+    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
+    xdg_config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    caches = [Path(os.environ.get("UV_CACHE_DIR") or xdg_cache / "uv"),
+              Path(os.environ.get("PIP_CACHE_DIR") or xdg_cache / "pip")]
+    for cache in caches:
+        cache.mkdir(parents=True, exist_ok=True)
+    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    reads = [str(p) for p in read if p] + ["/opt", str(xdg_config / "pip"), str(xdg_config / "uv"),
+                                           *[p for p in links if os.path.isabs(p)]]
+    # the base interpreter's own prefix (pyenv, conda: outside /usr)
+    reads.append(str(Path(os.path.realpath(python)).parent.parent))
+    jail = sandbox.install(write=[*map(str, write), *map(str, caches), str(tmp)], read=reads)
+    jail.env = {"TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)}
+    return jail
 
 
 def _installer_version(cmd) -> str:

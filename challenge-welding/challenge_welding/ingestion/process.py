@@ -34,6 +34,7 @@ from challenge_welding.ingestion.protocol import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
 TAIL_BYTES = 16 * 1024
+KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a kill may take (tests: 0)
 
 
 class ChildFault(ChallengeError):
@@ -148,7 +149,9 @@ def _raise_oom_score() -> None:  # runs in the child before exec
 class Child:
     def __init__(self, python: str, pythonpath: list[str], cwd: Path, log_path: Path,
                  max_log_bytes: int = 20 << 20, module: str | None = None,
-                 extra_env: dict | None = None):
+                 extra_env: dict | None = None, confine=None, max_processes: int = 0):
+        """``confine``: the sandbox's preexec (sandbox.Confinement; None: own session and OOM
+        score only); ``max_processes``: the fork-storm cap of its group (0: none)."""
         # a socket pair, no name and no key: the child's end is passed as a descriptor
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
@@ -164,7 +167,8 @@ class Child:
             self.proc = subprocess.Popen(
                 [python, str(CHILD_SCRIPT)], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-                preexec_fn=_raise_oom_score if sys.platform.startswith("linux") else None,
+                preexec_fn=(confine or _raise_oom_score) if sys.platform.startswith("linux")
+                else None,
                 start_new_session=not sys.platform.startswith("linux") and os.name == "posix")
         except BaseException:
             ours.close()
@@ -176,10 +180,15 @@ class Child:
         self.channel = wire.Channel(ours)
         self._what = ""  # the call under way, for the child's error line
         self.killed_processes = 0  # processes of the submission still alive when it ended
+        self.survivors = 0  # processes of the submission the kill could not end (run failed)
+        self.watchdog = reaper.Watchdog(self.proc.pid, max_processes) \
+            if max_processes and sys.platform.startswith("linux") else None
 
     # -- messages ---------------------------------------------------------------------------
     def _fault(self, stage: str, line: str, details: str | None = None):
         self.kill()
+        if self.watchdog is not None and self.watchdog.line:
+            line = self.watchdog.line  # the real cause of the child's death
         if details is None:
             self.output.join()
             details = self.output.tail_text()
@@ -311,8 +320,15 @@ class Child:
     def kill(self) -> None:
         """SIGKILL the child, its group and every descendant (double-forked daemons too)."""
         if sys.platform.startswith("linux"):
+            # the sandbox keeps every process in the child's group: it must end empty
+            timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
+            self.survivors = reaper.end_group(self.proc.pid, timeout, skip=self.proc.pid)
             self.killed_processes += reaper.kill_tree(self.proc.pid, self._since, self._before,
-                                                      group=self.proc.returncode is None)
+                                                      group=self.proc.returncode is None,
+                                                      timeout=timeout)
+            self.survivors += reaper.still_alive(self.proc.pid, self._since, self._before)
+            if self.watchdog is not None:
+                self.watchdog.stop()
         elif self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

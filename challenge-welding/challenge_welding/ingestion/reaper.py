@@ -255,3 +255,104 @@ def held(idents, pids) -> set:
             if (st.st_dev, st.st_ino) in by_stat:
                 found.add((st.st_dev, st.st_ino))
     return found
+
+
+# -- the submission's process group ---------------------------------------------------------
+# The sandbox's preexec makes the submission's first process a group leader and its seccomp
+# filter refuses setsid/setpgid, so every process the submission ever starts (install or
+# run) is in that group, orphans included: one killpg reaches them all, atomically.
+
+def group_members(pgid: int) -> dict[int, tuple[int, str]]:
+    """{pid: (ppid, state)} of the live processes and zombies in process group ``pgid``."""
+    out = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid:
+            out[int(name)] = (int(fields[1]), fields[0])
+    return out
+
+
+def end_group(pgid: int, timeout: float = 10.0, skip: int | None = None) -> int:
+    """SIGKILL process group ``pgid`` until it is empty; reap its zombies that are ours (not
+    ``skip``: Popen reaps its own child). Returns how many processes were still alive after
+    ``timeout`` (0: the kill finished)."""
+    me = os.getpid()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        members = group_members(pgid)
+        for pid, (ppid, state) in members.items():
+            if state == "Z" and ppid == me and pid != skip:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        live = [p for p, (ppid, state) in members.items() if state != "Z"]
+        if not live or time.monotonic() > deadline:
+            return len(live)
+        time.sleep(0.01)
+
+
+class Watchdog:
+    """Caps the number of processes in the submission's group (a fork storm).
+
+    RLIMIT_NPROC does not bind root (the kernel exempts it), and Codabench runs as root.
+    Every ``interval`` seconds the total number of tasks (/proc/loadavg, one read) is
+    compared with its level at the start; only past ``limit`` more is the group counted
+    (a /proc scan), and past ``limit`` processes the group is killed: :attr:`line` says so.
+    """
+
+    def __init__(self, pgid: int, limit: int, interval: float = 0.1):
+        import threading  # noqa: PLC0415 - only the watchdog needs it
+
+        self.pgid, self.limit, self.interval = pgid, limit, interval
+        self.line: str | None = None
+        self.base = _tasks()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="fork-watchdog", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval):
+            if _tasks() - self.base <= self.limit:
+                continue
+            n = len(group_members(self.pgid))
+            if n > self.limit:
+                self.line = (f"the submission started more than {self.limit} processes at once "
+                             f"({n} counted): a fork storm, stopped")
+                end_group(self.pgid, timeout=30.0, skip=self.pgid)
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(5.0)
+
+
+def _tasks() -> int:
+    """Tasks (processes and threads) on the machine, from /proc/loadavg's 4th field."""
+    try:
+        with open("/proc/loadavg") as fh:
+            return int(fh.read().split()[3].split("/")[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def still_alive(child_pid: int, since: int, before: set[int]) -> int:
+    """How many processes of the submission (tree and orphans) are alive, zombies aside."""
+    table = process_table()
+    return sum(1 for p in submission_processes(child_pid, since, before, table)
+               if table[p][1] != "Z")

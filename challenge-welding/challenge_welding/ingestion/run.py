@@ -35,7 +35,9 @@ from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
 from challenge_welding.ingestion.decode import default_workers
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
-from challenge_welding.ingestion.process import Child, ChildFault
+from challenge_welding.ingestion import selfcheck
+from challenge_welding.ingestion.process import CHILD_SCRIPT, Child, ChildFault
+from challenge_welding.ingestion.sandbox import Sandbox
 from challenge_welding.ingestion.protocol import BufferPool
 from challenge_welding.ingestion.write import (clean_output, publish, remove_entry,
                                                report_bytes, set_files, snapshot)
@@ -48,8 +50,10 @@ DEFAULTS = dict(
     wheelhouse=None, no_index=False, batch_timeout=600.0, total_timeout=None,
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
-    decode_stock_mb=384,
+    decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
 )
+# sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
+# child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
 # decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
 # exclusive_predict: in which sets no decoding runs during predict() calls
 EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
@@ -77,6 +81,7 @@ class RunReport:
     errors: list = field(default_factory=list)
     fault: dict | None = None
     integrity: dict = field(default_factory=dict)
+    sandbox: dict = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)
     logs: dict = field(default_factory=lambda: {"ingestion": LOG_FILE,
                                                 "submission": SUBMISSION_LOG})
@@ -264,6 +269,15 @@ class Ingestion:
         self.log = _Log(self.private / LOG_FILE, opt["verbose"])
         self.answers: dict[str, SetAnswers] = {}
         self.deadline: float | None = None
+        # the sandbox (sandbox.py, selfcheck.py): every evaluator module loaded, its files hashed
+        selfcheck.preload()
+        self.evaluator_before = selfcheck.fingerprint()
+        self.box = Sandbox.for_run(self.input_data, output, opt["isolation"],
+                                   not opt["no_network"], opt["run_network"],
+                                   int(opt["max_processes"]), [CHILD_SCRIPT])
+        self.report.sandbox = self.box.describe()
+        if self.box.warning():
+            self.report.warn(self.box.warning(), self.log)
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> dict:
@@ -291,6 +305,11 @@ class Ingestion:
         for info in report.sets.values():
             if info["status"] == "running":
                 info["status"] = "failed"
+        changed = selfcheck.changes(self.evaluator_before, selfcheck.fingerprint())
+        report.sandbox["evaluator_files"] = {"hashed": len(self.evaluator_before),
+                                             "changed": changed}
+        if changed:
+            report.error(selfcheck.change_line(changed), self.log)
         report.status = "failed" if report.errors else "ok"
         report.timings["total_s"] = time.perf_counter() - t_start
         self._publish(failure is None)
@@ -351,6 +370,10 @@ class Ingestion:
             if child is not None:
                 child.stop()
                 self.report.integrity["processes_killed"] = child.killed_processes
+                if child.survivors:  # the sandbox's group kill did not finish
+                    self.report.error(f"{child.survivors} process(es) of the submission survived "
+                                      "the kill at the end of the run: its output is not "
+                                      "trusted", self.log)
                 self._note_output(child)
 
     def _record_fault(self, fault: ChildFault, set_name: str | None = None) -> None:
@@ -392,7 +415,8 @@ class Ingestion:
             env = envmod.prepare_environment(
                 root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
                 installer=opt["installer"], wheelhouse=opt["wheelhouse"],
-                no_index=opt["no_index"], timeout=opt["install_timeout"], log=log)
+                no_index=opt["no_index"], timeout=opt["install_timeout"], log=log,
+                sandbox=self.box)
         except envmod.InstallError as exc:
             report.errors.append(f"install: {exc}".splitlines()[0])
             report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
@@ -411,10 +435,12 @@ class Ingestion:
             else envmod.detect_device()
         report.device = {"name": device, "reason": why}
         log(f"device: {device} ({why})")
+        confine = self._confinement(env, root, workdir)
         try:
             child = Child(env.python, env.pythonpath, cwd=root,
                           log_path=self.private / SUBMISSION_LOG,
-                          max_log_bytes=int(opt["max_log_mb"] * (1 << 20)))
+                          max_log_bytes=int(opt["max_log_mb"] * (1 << 20)), confine=confine,
+                          extra_env=confine.env, max_processes=confine.max_processes)
         except OSError as exc:
             raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
                              "", "import") from None
@@ -430,6 +456,20 @@ class Ingestion:
             f"{ready['numpy']}; load_model {ready['load_s']:.2f} s; predict "
             + ("accepts device" if ready["accepts_device"] else "has no device parameter") + ")")
         return child
+
+    def _confinement(self, env, root: Path, workdir: Path):
+        """The child's sandbox: reads its environment and the submission, writes a scratch
+        folder (its HOME and temp dir); what is in force goes to ingestion.json."""
+        scratch = workdir / "scratch"
+        (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+        confine = self.box.run(env.path or sys.prefix, [str(root), *env.pythonpath],
+                               [str(scratch)])
+        confine.env = {"HOME": str(scratch), "TMPDIR": str(scratch / "tmp"),
+                       "TEMP": str(scratch / "tmp"), "TMP": str(scratch / "tmp"),
+                       "XDG_CACHE_HOME": str(scratch / ".cache")}
+        self.report.sandbox["install"] = self.box.installed
+        self.report.sandbox["run"] = confine.describe()
+        return confine
 
     def _run_sets(self, child: Child, sets: dict) -> None:
         """Predict the sets in turn; keep each set's answers; stop at the first fault."""

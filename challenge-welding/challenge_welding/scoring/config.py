@@ -51,6 +51,12 @@ def _choice(*options):
     return check
 
 
+def _bool(value, where):
+    if not isinstance(value, bool):
+        raise _err(where, f"must be true or false, got {value!r}")
+    return value
+
+
 def _err(where, msg):
     key = f"key '{'.'.join(where[1:])}'" if len(where) > 1 else "the top level"
     return ChallengeError(f"{where[0]}: {key} {msg}")
@@ -94,6 +100,9 @@ SCHEMA = {
     # least min_samples samples; curves have at most `points` steps. Optional: older configs keep working.
     "disclosure": Optional({"min_samples": _num(lo=1, integer=True), "points": _num(lo=1, integer=True)},
                            {"min_samples": 25, "points": 20}),
+    # organisers may refuse runs whose submission was not confined by Landlock (docs/integrity.md)
+    "integrity": Optional({"require_sandbox": _bool},
+                          {"require_sandbox": False}),
     "extras": {
         "trust": {"bins": _num(lo=1, integer=True), "prior_weight": POSITIVE},
         "bootstrap": {"n": _num(lo=0, integer=True), "seed": _num(lo=0, integer=True),

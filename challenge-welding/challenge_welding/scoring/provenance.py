@@ -120,8 +120,51 @@ def check_file(predictions_dir, report: dict, name: str, content: bytes) -> None
                                "(sha256 differs from its manifest)")
 
 
+def sandbox_line(report: dict | None) -> str:
+    """One line on what confined the submission (ingestion.json's ``sandbox`` section)."""
+    if report is None:
+        return "sandbox: unknown (predictions not verified)"
+    if report.get("origin") == "virtual":
+        return "sandbox: none needed (virtual predictions, no participant code)"
+    box = report.get("sandbox")
+    if not isinstance(box, dict) or not box:
+        return "sandbox: none recorded (ingestion without a sandbox section)"
+    abi = box.get("landlock_abi")
+    run = box.get("run") if isinstance(box.get("run"), dict) else {}
+    parts = [f"Landlock ABI {abi}" if abi else "NO Landlock (files not confined)"]
+    if run.get("net"):
+        parts.append(f"network: {run['net']}")
+    if run.get("scoping"):
+        parts.append("signals scoped")
+    if run.get("seccomp"):
+        parts.append("seccomp signal/process-group guard")
+    if box.get("max_processes"):
+        parts.append(f"at most {box['max_processes']} processes")
+    return "sandbox: " + "; ".join(parts)
+
+
+def require_sandbox(predictions_dir, config: dict) -> None:
+    """Refuse (one line) predictions whose ingestion ran without Landlock, when the scoring
+    config's ``integrity.require_sandbox`` says so. Virtual predictions ran no code."""
+    if not config.get("integrity", {}).get("require_sandbox"):
+        return
+    path = Path(predictions_dir) / REPORT_FILE
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        report = {}
+    if not isinstance(report, dict) or report.get("origin") == "virtual":
+        return
+    box = report.get("sandbox")
+    if not (isinstance(box, dict) and box.get("landlock_abi")):
+        raise SubmissionFailed(f"{path}: the submission ran without a sandbox (no Landlock) and "
+                               "the scoring config requires one (integrity.require_sandbox)")
+
+
 def provenance_of(report: dict | None) -> dict:
     """{"verified": bool, "origin": ...} for details.json (report None: not verified)."""
     if report is None:
-        return {"verified": False, "origin": "unverified (score --unverified)"}
-    return {"verified": True, "origin": str(report.get("origin", "ingestion"))}
+        return {"verified": False, "origin": "unverified (score --unverified)",
+                "sandbox": sandbox_line(None)}
+    return {"verified": True, "origin": str(report.get("origin", "ingestion")),
+            "sandbox": sandbox_line(report)}

@@ -1,0 +1,440 @@
+"""Confine every line of participant code: Landlock, a seccomp filter, rlimits (Linux).
+
+Codabench runs the ingestion as root with 14 capabilities dropped and no-new-privileges,
+without user or mount namespaces: no other uid, no chroot. What an unprivileged process can
+still do to its children, and what this module applies between fork and exec (a
+``preexec_fn``: both survive exec and are inherited by every descendant, and neither can be
+lifted afterwards):
+
+* **no_new_privs** first (Landlock and seccomp require it without CAP_SYS_ADMIN);
+* **Landlock** (Linux >= 5.13): the process may read only its environment, the system's
+  libraries and interpreter, and write only its scratch folders. Rules allow, they never
+  deny, so a folder that must stay out of reach inside an allowed one (the evaluator's
+  site-packages under ``/usr``) is carved out: the allowed folder's other entries get the
+  rule instead (:func:`carve`). ABI >= 4: TCP bind/connect refused (none allowed); ABI >= 6:
+  signals and abstract Unix sockets scoped to the sandbox, so the ingestion cannot be
+  signalled. A Landlock domain also refuses ptrace of any process outside it;
+* **seccomp** (a hand-built BPF filter): ``setsid``/``setpgid`` refused, so every process of
+  the submission stays in the process group the preexec made and one ``killpg`` ends them
+  all; ``kill``/``tgkill``/``rt_*sigqueueinfo``/``pidfd_open`` refused when aimed at the
+  ingestion, its ancestors, its threads, init, any other process group or every process
+  (``-1``); ``tkill`` and ``pidfd_send_signal`` refused (a /proc directory is a pidfd). It is
+  the signal guard where Landlock scoping is missing (ABI < 6), and a second one where not;
+* **rlimits**: no core files.
+
+A fork storm is the reaper's watchdog's business (reaper.Watchdog): RLIMIT_NPROC does not
+bind root.
+
+Why a hand-written ctypes binding: the PyPI ``landlock`` package is a pre-release (0.x,
+alpha) and has no seccomp; the three Landlock syscalls and one prctl are a few lines each.
+
+Where the kernel lacks Landlock the submission runs as before and the run says so (a
+warning, ``ingestion.json``'s ``sandbox`` section); organisers can refuse such runs
+(``integrity.require_sandbox`` in the scoring config). ``CHALLENGE_WELDING_LANDLOCK_ABI_MAX``
+caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import resource
+import site
+import struct
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
+KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
+
+# Syscall numbers: Landlock's are the same on x86_64 and aarch64 (the generic table).
+_SYS = {
+    "x86_64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
+                   kill=62, tkill=200, tgkill=234, rt_sigqueueinfo=129, rt_tgsigqueueinfo=297,
+                   pidfd_send_signal=424, pidfd_open=434, setsid=112, setpgid=109,
+                   audit_arch=0xC000003E),
+    "aarch64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
+                    kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240,
+                    pidfd_send_signal=424, pidfd_open=434, setsid=157, setpgid=154,
+                    audit_arch=0xC00000B7),
+}
+SYS = _SYS.get(platform.machine())
+
+# Landlock access rights (uapi/linux/landlock.h) and the ABI that introduced them.
+FS = dict(execute=1 << 0, write_file=1 << 1, read_file=1 << 2, read_dir=1 << 3,
+          remove_dir=1 << 4, remove_file=1 << 5, make_char=1 << 6, make_dir=1 << 7,
+          make_reg=1 << 8, make_sock=1 << 9, make_fifo=1 << 10, make_block=1 << 11,
+          make_sym=1 << 12, refer=1 << 13, truncate=1 << 14, ioctl_dev=1 << 15)
+FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1,
+             5: (1 << 16) - 1}
+FILE_ONLY = FS["execute"] | FS["write_file"] | FS["read_file"] | FS["truncate"] | FS["ioctl_dev"]
+READ = FS["execute"] | FS["read_file"] | FS["read_dir"]
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+# System folders a Python process with numpy, OpenCV, TensorFlow or PyTorch reads.
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc", "/proc",
+               "/sys")
+# Device nodes opened read-write: the usual ones, shared memory and the GPU's (CDI mounts them).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm",
+           "/dev/dri", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+           "/dev/nvidia-modeset", "/dev/nvidia-caps")
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def kernel_abi() -> int:
+    """The kernel's Landlock ABI (0: none, or not Linux)."""
+    if _libc is None or SYS is None:
+        return 0
+    abi = _libc.syscall(SYS["landlock_create_ruleset"], None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(CREATE_RULESET_VERSION))
+    return max(0, abi)
+
+
+def usable_abi() -> int:
+    """The kernel's ABI, capped by CHALLENGE_WELDING_LANDLOCK_ABI_MAX when set."""
+    abi = kernel_abi()
+    cap = os.environ.get(ABI_MAX_ENV, "").strip()
+    return min(abi, int(cap)) if cap.isdigit() else abi
+
+
+def carve(root: str, holes) -> list[str]:
+    """Paths that together cover ``root`` minus every folder or file in ``holes``.
+
+    A hole strictly inside ``root`` is cut out by listing the folders on the way to it and
+    keeping their other entries; a symlinked entry is kept only when its target is in no hole.
+    """
+    root = os.path.realpath(root)
+    inside = [h for h in holes if h == root or h.startswith(root.rstrip("/") + "/")]
+    if not inside:
+        return [root]
+    if root in inside or not os.path.isdir(root):
+        return []
+    out = []
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return []
+    for name in entries:
+        path = os.path.join(root, name)
+        real = os.path.realpath(path)
+        if real != path and any(real == h or real.startswith(h + "/") or h.startswith(real + "/")
+                                for h in holes):
+            continue
+        out += carve(path, holes) if real == path else [real]
+    return out
+
+
+@dataclass
+class Policy:
+    """What one confined process tree may touch. Paths are resolved by :meth:`rules`."""
+
+    read: list = field(default_factory=list)    # read + execute
+    write: list = field(default_factory=list)   # everything
+    holes: list = field(default_factory=list)   # never reachable through ``read``
+    network: bool = False                       # TCP bind/connect allowed
+    abi: int = 0                                # Landlock ABI to use (0: none)
+
+    def __post_init__(self):
+        self.read, self.write, self.holes = ([str(p) for p in ps if p]
+                                             for ps in (self.read, self.write, self.holes))
+
+    def rules(self) -> list[tuple[str, int]]:
+        """[(path, access)] of existing paths, holes carved out of the read rules."""
+        holes = sorted({os.path.realpath(h) for h in self.holes if os.path.exists(h)})
+        handled = self.handled_fs()
+        out = []
+        for path in self.read:
+            if os.path.exists(path):
+                out += [(p, READ) for p in carve(path, holes)]
+        for path in self.write:
+            if os.path.exists(path):
+                out.append((os.path.realpath(path), handled))
+        for path in DEVICES:
+            if os.path.exists(path):
+                out.append((path, handled))
+        for name in _nvidia_nodes():
+            out.append((name, handled))
+        return [(p, acc if os.path.isdir(p) else acc & FILE_ONLY & handled) for p, acc in out]
+
+    def handled_fs(self) -> int:
+        return FS_BY_ABI[min(self.abi, 5)] if self.abi else 0
+
+    def describe(self) -> dict:
+        """What is in force, for ingestion.json."""
+        if not self.abi:
+            return {"landlock_abi": None, "fs": "not confined (no Landlock)",
+                    "net": "not confined", "scoping": []}
+        return {"landlock_abi": self.abi,
+                "fs": {"read": sorted(set(self.read)), "write": sorted(set(self.write)),
+                       "devices": [d for d in DEVICES if os.path.exists(d)] + _nvidia_nodes(),
+                       "denied": sorted({os.path.realpath(h) for h in self.holes})},
+                "net": ("TCP allowed" if self.network else "TCP bind and connect denied")
+                if self.abi >= 4 else "not confined (Landlock ABI < 4)",
+                "scoping": ["signal", "abstract_unix_socket"] if self.abi >= 6 else []}
+
+
+def _nvidia_nodes() -> list[str]:
+    try:
+        return sorted(f"/dev/{n}" for n in os.listdir("/dev") if n[:6] == "nvidia" and n[6:].isdigit())
+    except OSError:
+        return []
+
+
+def _ancestors(pid: int) -> list[int]:
+    """``pid``, its threads and its ancestors up to init (from /proc)."""
+    out = []
+    try:
+        out += [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        pass
+    while pid > 1:
+        out.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                text = fh.read().decode(errors="replace")
+            pid = int(text[text.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return sorted(set(out) | {1})
+
+
+def seccomp_program(protected, own_group_neg: int | None = None) -> bytes:
+    """The BPF program (struct sock_filter[]) of the signal and process-group guard.
+
+    ``protected``: pids no signal may reach. The own group (``kill(0)`` or
+    ``kill(-own)``, ``own_group_neg`` as an unsigned 32-bit value) is allowed; any other
+    negative target (another group, ``-1``: every process) is refused with EPERM. A
+    foreign architecture (i386 on x86_64, x32) is refused whole: no bypass by ABI.
+    """
+    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
+    prog = [(LD, None, None, 4), (JEQ, None, "deny_all", SYS["audit_arch"]), (LD, None, None, 0)]
+    if SYS["audit_arch"] == 0xC000003E:
+        prog.append((JGE, "deny", None, 0x40000000))  # the x32 ABI's syscall numbers
+    for name in ("setsid", "setpgid", "tkill", "pidfd_send_signal"):
+        prog.append((JEQ, "deny", None, SYS[name]))
+    for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"):
+        prog.append((JEQ, "check", None, SYS[name]))
+    prog.append((RET, None, None, ALLOW))
+    prog += [("check",), (LD, None, None, 16), (JEQ, "allow", None, 0)]
+    if own_group_neg is not None:
+        prog.append((JEQ, "allow", None, own_group_neg))
+    prog.append((JGE, "deny", None, 0x80000000))
+    prog += [(JEQ, "deny", None, pid) for pid in protected]
+    prog += [("allow",), (RET, None, None, ALLOW), ("deny",), (RET, None, None, DENY),
+             ("deny_all",), (RET, None, None, 0x00050000 | errno.ENOSYS)]
+    labels, code = {}, []
+    for ins in prog:
+        if len(ins) == 1:
+            labels[ins[0]] = len(code)
+        else:
+            code.append(ins)
+    out = b""
+    for i, (op, jt, jf, k) in enumerate(code):
+        jt = 0 if jt is None else labels[jt] - i - 1
+        jf = 0 if jf is None else labels[jf] - i - 1
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise ValueError("seccomp program too long for 8-bit jumps")
+        out += struct.pack("=HBBI", op, jt, jf, k & 0xFFFFFFFF)
+    return out
+
+
+class _Prepared:
+    """Everything the preexec needs, built in the parent (no allocation after fork but ints)."""
+
+    def __init__(self, policy: Policy, seccomp: bool):
+        self.abi = policy.abi
+        self.rules = policy.rules() if policy.abi else []
+        handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if policy.abi >= 4 and not policy.network else 0
+        scoped = (SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET) if policy.abi >= 6 else 0
+        fields = [policy.handled_fs()] + ([handled_net] if policy.abi >= 4 else []) + \
+            ([scoped] if policy.abi >= 6 else [])
+        self.ruleset_attr = ctypes.create_string_buffer(struct.pack(f"={len(fields)}Q", *fields),
+                                                       8 * len(fields))
+        self.rule_bufs = [(path.encode(), ctypes.create_string_buffer(12)) for path, _ in self.rules]
+        self.accesses = [acc for _, acc in self.rules]
+        self.seccomp = seccomp and SYS is not None
+        self.protected = _ancestors(os.getpid()) if self.seccomp else []
+        self.prog = None
+        self.fprog = ctypes.create_string_buffer(16)
+
+    def apply(self) -> None:
+        """In the forked child, before exec: the child is its own group leader already."""
+        libc = _libc
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            os._exit(125)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.abi:
+            self._landlock()
+        if self.seccomp:
+            own = (-os.getpgid(0)) & 0xFFFFFFFF
+            prog = ctypes.create_string_buffer(seccomp_program(self.protected, own))
+            n = len(prog.raw) // 8
+            struct.pack_into("=HxxxxxxQ", self.fprog, 0, n, ctypes.addressof(prog))
+            self.prog = prog
+            if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self.fprog, 0, 0) != 0:
+                os.write(2, b"challenge-welding sandbox: seccomp filter refused\n")
+                os._exit(125)
+
+    def _landlock(self) -> None:
+        libc = _libc
+        fd = libc.syscall(SYS["landlock_create_ruleset"], self.ruleset_attr,
+                          ctypes.c_size_t(len(self.ruleset_attr.raw)), ctypes.c_uint32(0))
+        if fd < 0:
+            os.write(2, b"challenge-welding sandbox: landlock_create_ruleset failed\n")
+            os._exit(125)
+        for (path, buf), access in zip(self.rule_bufs, self.accesses):
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone since the plan: nothing to allow
+            struct.pack_into("=Qi", buf, 0, access, pfd)
+            rc = libc.syscall(SYS["landlock_add_rule"], fd, RULE_PATH_BENEATH, buf, ctypes.c_uint32(0))
+            os.close(pfd)
+            if rc != 0:
+                os.write(2, b"challenge-welding sandbox: landlock_add_rule failed for " + path + b"\n")
+                os._exit(125)
+        if libc.syscall(SYS["landlock_restrict_self"], fd, ctypes.c_uint32(0)) != 0:
+            os.write(2, b"challenge-welding sandbox: landlock_restrict_self failed\n")
+            os._exit(125)
+        os.close(fd)
+
+
+class Confinement:
+    """A preexec_fn: own process group, then :class:`Policy` and the seccomp guard."""
+
+    def __init__(self, policy: Policy, seccomp: bool = True, oom_adj: bool = False,
+                 max_processes: int = 0):
+        self.policy = policy
+        self.env: dict = {}                  # environment variables the confined process gets
+        self.max_processes = max_processes   # the fork watchdog's cap (0: none)
+        self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
+        self.prepared = _Prepared(policy, seccomp) if sys.platform.startswith("linux") else None
+        self.oom_adj = oom_adj
+
+    def __call__(self) -> None:
+        os.setsid()  # own group (and session): killpg ends them all; seccomp keeps them in it
+        if self.oom_adj:
+            try:  # if memory runs out, the kernel kills the submission, never the evaluator
+                with open("/proc/self/oom_score_adj", "w") as fh:
+                    fh.write("1000")
+            except OSError:
+                pass
+        if self.prepared is not None:
+            from challenge_welding.ingestion import reaper  # noqa: PLC0415 - imported already
+
+            reaper.drop_ptrace()
+            self.prepared.apply()
+
+    def describe(self) -> dict:
+        out = self.policy.describe()
+        out["seccomp"] = ("setsid/setpgid refused; signals to the ingestion, its ancestors and "
+                          "other process groups refused") if self.prepared and self.prepared.seccomp \
+            else None
+        out["rlimits"] = {"core": 0}
+        return out
+
+
+@dataclass
+class Sandbox:
+    """The run's sandbox settings; makes the install's and the child's confinements."""
+
+    holes: list                 # input_data, reference_data, output, the evaluator's files
+    evaluator_read: list        # files the child must read in a hole (child.py)
+    install_network: bool = True
+    run_network: bool = False
+    max_processes: int = 512
+    abi: int = field(default_factory=usable_abi)
+    kernel: int = field(default_factory=kernel_abi)
+    installed: dict | None = None   # what the last install step ran under
+
+    @classmethod
+    def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
+                run_network: bool, max_processes: int, evaluator_read) -> "Sandbox":
+        from challenge_welding import __file__ as pkg_init  # noqa: PLC0415
+
+        holes = [str(input_data), str(Path(input_data).parent / "reference_data"), str(output)]
+        ours = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
+        if sys.prefix != sys.base_prefix:
+            ours.append(sys.prefix)  # the evaluator's virtual environment
+        if isolation:
+            holes += ours
+        else:  # --no-isolation: the child runs in our own environment; it reads (not writes) it
+            evaluator_read = [*evaluator_read, *ours]
+        return cls(holes=holes, evaluator_read=list(evaluator_read),
+                   install_network=install_network, run_network=run_network,
+                   max_processes=max_processes)
+
+    @classmethod
+    def default(cls) -> "Sandbox":
+        """Only the evaluator's own files out of reach (an install outside a run)."""
+        from challenge_welding import __file__ as pkg_init  # noqa: PLC0415
+
+        holes = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
+        if sys.prefix != sys.base_prefix:
+            holes.append(sys.prefix)
+        return cls(holes=holes, evaluator_read=[])
+
+    def install(self, write, read) -> Confinement:
+        """For the install: ``write`` (the environment being built, caches, temp), ``read``
+        (the submission, wheelhouse, uv...). Network unless --no-network."""
+        pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
+                     holes=self.holes, network=self.install_network, abi=self.abi)
+        conf = Confinement(pol, max_processes=self.max_processes)
+        self.installed = conf.describe()
+        return conf
+
+    def run(self, env_prefix: str, read, scratch) -> Confinement:
+        """For the child: read its environment, the submission and child.py; write scratch."""
+        pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
+                           *self.evaluator_read],
+                     write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
+        return Confinement(pol, oom_adj=True, max_processes=self.max_processes)
+
+    def describe(self) -> dict:
+        return {"landlock_abi": self.abi or None, "kernel_landlock_abi": self.kernel,
+                "abi_cap": os.environ.get(ABI_MAX_ENV) or None,
+                "max_processes": self.max_processes,
+                "network": {"install": "allowed" if self.install_network else "denied",
+                            "run": "allowed" if self.run_network else "denied"}}
+
+    def warning(self) -> str | None:
+        """One loud line when the files are not confined."""
+        if self.abi:
+            return None
+        return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
+                "can read and write whatever this user can; only the seccomp guard, the process "
+                "cap and the evaluator's file hashes protect the run")
+
+
+def evaluator_site_dirs() -> list[str]:
+    """The evaluator's interpreter's site-packages (where a .pth would run in every process)."""
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    try:
+        dirs.append(site.getusersitepackages())
+    except AttributeError:
+        pass
+    return [d for d in dirs if d]
+
+
+def base_prefixes(env_prefix: str | None = None) -> list[str]:
+    """The base interpreter's prefix: ours, or the one named by ``env_prefix``/pyvenv.cfg."""
+    out = [sys.base_prefix]
+    if env_prefix:
+        cfg = Path(env_prefix) / "pyvenv.cfg"
+        try:
+            for line in cfg.read_text().splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home":
+                    out.append(str(Path(value.strip()).parent))
+        except OSError:
+            pass
+    return out
