@@ -154,7 +154,12 @@ class MyAIComponent(AbstractAIComponent):
 
 
 def test_class6_copied_images_are_removed_and_the_scorer_refuses_extras(tmp_path, input_data,
-                                                                         env_cache, capsys):
+                                                                         env_cache, capsys,
+                                                                         monkeypatch):
+    # Without Landlock (ABI capped at 0) the child can reach both folders: the output's own
+    # cleaning is then the line of defence (with Landlock the copy itself is refused:
+    # test_sandbox.py, class 5).
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
     out = tmp_path / "pred"
     image = input_data / "performance" / "images" / "per000.jpeg"
     component = STEAL.replace("@IMAGE@", str(image)).replace("@OUT@", str(out))
@@ -261,7 +266,8 @@ class MyAIComponent(AbstractAIComponent):
 
 
 def test_class7_folders_planted_at_temporary_names_do_not_matter(tmp_path, input_data,
-                                                                  env_cache):
+                                                                  env_cache, monkeypatch):
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")  # no Landlock: it can plant
     out = tmp_path / "pred"
     report, out = run(tmp_path, input_data, env_cache, PLANT.replace("@OUT@", str(out)))
     assert report["status"] == "ok", report["errors"]
@@ -412,7 +418,8 @@ class MyAIComponent(AbstractAIComponent):
 
 @pytest.mark.parametrize("change", [False, True], ids=["planted-inside", "changed"])
 def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, input_data,
-                                                                   env_cache, change):
+                                                                   env_cache, change, monkeypatch):
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")  # as above: no Landlock
     from challenge_welding.errors import SubmissionFailed
     from challenge_welding.scoring.provenance import read_report
 

@@ -18,6 +18,14 @@ from challenge_welding.ingestion.run import ingest
 
 from ingestion_helpers import GOOD, expected, make_input_data, make_submission
 
+
+@pytest.fixture(autouse=True)
+def _beneath_the_sandbox(monkeypatch):
+    """These attacks test the layers beneath the sandbox (evaluator-side timing, the reaper,
+    the writer, memfd hand-over): they need the file access Landlock would refuse them, so
+    they run as on a kernel without it (test_sandbox.py covers the sandbox itself)."""
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
+
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux /proc")
 
 
