@@ -141,7 +141,7 @@ def cost_coverage(p_ko, y_true, cost, sample_weight=None, coverages=None, min_bl
             i = _range_argmin(a, lo, j_all)
             j = int(np.argmin(a[i] + b))
             pol = policy(int(i[j]), j)
-            curve["coverage"].append(float(cov))
+            curve["coverage"].append(round(float(cov), 6))
             curve["cost"].append(pol["cost"])
             curve["achieved"].append(pol["coverage"])
         out["curve"] = curve
