@@ -17,7 +17,7 @@ import numpy as np
 from challenge_welding.constants import PERTURBATIONS
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
-from challenge_welding.scoring.disclosure import hide_small
+from challenge_welding.scoring.disclosure import hide_small, sequence_bins
 from . import annotators, breaking_points, cost_coverage, drift_delay, localisation, ood_detail
 
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")
@@ -117,6 +117,10 @@ def drift_section(frame, config):
     res = drift_delay.drift_delay(frame["scores OOD"].to_numpy(float), frame["ood"].to_numpy(),
                                   config["analyses"]["drift_false_alarm_rate"], int(d["min_samples"]))
     res["onset_rounding"] = int(d["min_samples"])
+    # the timeline drawn on the page: median OOD score per bin of consecutive positions (no label share)
+    bins = sequence_bins(frame["scores OOD"].to_numpy(float), frame["ood"].to_numpy(), int(d["points"]),
+                         int(d["min_samples"]))
+    res["timeline"] = {"start": bins["start"], "end": bins["end"], "median": bins["median"], "n": bins["n"]}
     return res
 
 
