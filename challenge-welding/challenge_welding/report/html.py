@@ -104,7 +104,6 @@ def build_context(details: dict, frames: dict, config) -> dict:
     }
     ctx["extras_metrics"] = _extras_metrics(extras)
     ctx.update(analyses_context(details, chart))  # issue 20: the analyses section (templates/analyses.html.j2)
-    ctx["extras_metrics"] = ctx["extras_metrics"] + ctx["analyses_card"]
     ctx["warnings"] += problems
     return ctx
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from challenge_welding.constants import SET_NAMES
 from . import sources
 from .assemble import compute_analyses
+from .card import card_rows
 
 
 def run_analyses(reference_dir, predictions_dir, frames, config, details, baseline_dir=None) -> dict:
-    """details["analyses"]; a failure becomes a warning in details (the score is never touched)."""
+    """details["analyses"] (and its metric-card rows); a failure becomes a warning (the score is never touched)."""
+    details.get("metric_card", {}).get("metrics", []).extend(card_rows(config))
     try:
         ko_ids = {n: frames[n].loc[frames[n]["class"].astype(str) == "KO", "sample_id"].astype(str)
                   for n in SET_NAMES}
