@@ -85,7 +85,7 @@ def table(entries: list[tuple[str, dict, bool]]):
     return frame.reset_index(drop=True)
 
 
-def render_html(frame, title="Leaderboard", matrices=None) -> str:
+def render_html(frame, title="Leaderboard", matrices=None, analyses=None) -> str:
     """Self-contained page (inline CSS, no script, no network)."""
     import jinja2
 
@@ -107,7 +107,8 @@ def render_html(frame, title="Leaderboard", matrices=None) -> str:
                      "cells": cells, "interval": _interval_text(rec), "group": _group_text(rec)})
     return env.get_template("leaderboard.html.j2").render(
         title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
-        version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns)
+        version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns,
+        analyses=analyses)
 
 
 def _int_text(value) -> str:
@@ -151,7 +152,7 @@ def output_paths(output) -> tuple[Path, Path]:
 
 
 def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboard",
-                virtual_dir=None, significance=None):
+                virtual_dir=None, significance=None, baseline=None):
     """Write OUTPUT.html and OUTPUT.csv; return the DataFrame.
 
     folders: scored folders (each with scores.json); a row is named after its
@@ -161,8 +162,10 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     of the scored folders from their ``<OUT>.draws.npz`` (leaderboard_significance):
     None = when every folder has one, True = required, False = off; they add
     rank_lo, rank_hi and group columns, the matrices on the page and
-    OUTPUT.pairwise.csv.
+    OUTPUT.pairwise.csv. baseline: the name of a ranked row (e.g. Solution-1's) that the
+    relative robustness (mce column) compares with (leaderboard_analyses).
     """
+    from challenge_welding import leaderboard_analyses
     from challenge_welding import leaderboard_significance as sig
 
     folders = [Path(f) for f in folders]
@@ -186,10 +189,12 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     frame = table(entries)
     if metrics:
         frame = sig.add_columns(frame, metrics)
+    # issue 20: reported beside the ranking, never changing it
+    frame, analyses = leaderboard_analyses.columns(frame, folders, names, draws, baseline)
     html_path, csv_path = output_paths(output)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     matrices = sig.page_matrices(metrics, colour) if metrics else None
-    html_path.write_text(render_html(frame, title, matrices), encoding="utf-8")
+    html_path.write_text(render_html(frame, title, matrices, analyses), encoding="utf-8")
     frame.to_csv(csv_path, index=False, float_format="%.6g")
     pairwise = sig.pairwise_path(csv_path)
     if metrics:

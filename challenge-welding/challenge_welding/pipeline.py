@@ -25,13 +25,14 @@ OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
 
 
 def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True, traces=None,
-          draws_path=None) -> dict:
+          draws_path=None, baseline=None) -> dict:
     """Score PRED against DIR and write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
 
     ``verify=False`` (``score --unverified``) skips the provenance checks (said in
     the outputs). ``traces``: a parquet file for organisers with one row per
     sample (report.extras.sample_traces); it must lie outside OUT, whose files
-    are published. ``draws_path``: also write the bootstrap's per-resample values
+    are published. ``baseline``: a scored folder (Solution-1's OUT) for the relative
+    robustness of the analyses. ``draws_path``: also write the bootstrap's per-resample values
     there for the leaderboard's significance (scoring.draws; not inside OUT).
     Returns the scores.json content. Raises SubmissionFailed
     (exit 1) or ChallengeError (exit 2) before anything is written.
@@ -41,7 +42,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
                              "per-sample traces give labels away; write them elsewhere")
     if draws_path is not None:  # a usage error before any work
         draws.check_unpublished(draws_path, output_dir)
-    scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
+    scored = score_predictions(reference_dir, predictions_dir, config_path, verify, baseline=baseline)
     scores, details = scored.scores, scored.details
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

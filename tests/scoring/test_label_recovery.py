@@ -70,9 +70,31 @@ def _score_attack(make_reference, root, disclosure=None):
     pred.mkdir()
     for name, frame in _attack_submission(reference).items():
         frame.to_parquet(pred / f"{name}.parquet", index=False)
+    _attack_maps_and_masks(reference, ref_dir, pred)
     out = root / "out"
     score(ref_dir, pred, out, verify=False)
     return reference, out
+
+
+def _attack_maps_and_masks(reference, ref_dir, pred):
+    """Defect masks for the KO images of the performance set, and maps whose peak walks with the input order:
+    the localisation summaries (issue 20) are published too."""
+    import cv2
+
+    perf = reference["performance"]
+    folder = ref_dir / "masks" / "performance"
+    folder.mkdir(parents=True)
+    for sid in perf.loc[perf["class"] == "KO", "sample_id"]:
+        mask = np.zeros((16, 16), np.uint8)
+        mask[:8, :8] = 255
+        cv2.imwrite(str(folder / f"{sid}.png"), mask)
+    maps = []
+    for k in range(len(perf)):
+        m = np.zeros((4, 4), np.uint8)
+        m[(k // 4) % 4, k % 4] = 255
+        maps.append(m.tobytes())
+    pd.DataFrame({"sample_id": perf["sample_id"], "height": 4, "width": 4, "map": maps}).to_parquet(
+        pred / "performance.explainability.parquet", index=False)
 
 
 @pytest.fixture(scope="module")
@@ -246,3 +268,22 @@ def test_no_label_is_recovered_from_the_scoring_output(scored):
     html = (out / "detailed_results.html").read_text()
     runs = re.findall(r"((?:<use [^>]*/>\s*){3,})", html)
     assert max((r.count("<use") for r in runs), default=0) <= 21
+
+
+def test_the_analyses_are_published_and_attacked(scored):
+    """Issue 20's numbers (cost-coverage, breaking points, drift timeline, localisation...) are in what is read."""
+    reference, out = scored
+    analyses = json.loads((out / "details.json").read_text())["analyses"]
+    assert analyses["cost_coverage"]["available"] and len(analyses["cost_coverage"]["curve"]["cost"]) == 21
+    assert analyses["localisation"]["available"] and analyses["localisation"]["all"]["n"] == \
+        int((reference["performance"]["class"] == "KO").sum())
+    assert analyses["drift_delay"]["timeline"]["median"] and analyses["breaking_points"]["ladders"]
+    curves = _curves_in_json(analyses, [])
+    assert len(curves) > 20
+    html = (out / "detailed_results.html").read_text()
+    assert 'id="analyses"' in html and "cost-coverage chart" in html and "drift timeline chart" in html
+    targets = _targets(reference)
+    best = best_recovery(curves + _curves_in_html(html[html.index('id="analyses"'):]), targets)
+    for name, labels, n_pos, _ in targets:
+        acc, how = best[name]
+        assert acc <= chance_bound(len(labels), n_pos / len(labels)), f"{name}: {acc:.3f} ({how})"

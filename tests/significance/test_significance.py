@@ -110,7 +110,7 @@ def test_draws_file_beside_the_scored_folder_not_in_it(scored_runs):
     assert not any(p.suffix == ".npz" for p in out.rglob("*"))
     d = _draws(scored_runs, "random")
     assert d.path == out.parent / "random.draws.npz"
-    assert set(d.values) == set(draws_io.DRAW_KEYS) and all(len(v) == 300 for v in d.values.values())
+    assert set(d.values) == set(draws_io.DRAW_KEYS + draws_io.RAW_KEYS) and all(len(v) == 300 for v in d.values.values())
     # the per-resample values give back the published interval of the score
     import json
 

@@ -101,3 +101,16 @@ def test_predictions_ood_and_trust_switch(trained, monkeypatch):
     assert set(plain["predictions"]) <= {"KO", "OK"}
     assert set(np.unique(p)) <= {0.0, 1.0} and (p[:, 2] == 0).all()
     assert not any(plain["OOD_scores"])
+
+
+def test_predict_returns_a_map_per_image(trained, monkeypatch):
+    """The solution spec's optional explainability output: one map per image, the image's size, in [0, 1]."""
+    data, out = trained
+    comp = _component(out, monkeypatch)
+    imgs = _images(data, 5)
+    res = comp.predict(imgs, [{"welding-seams": "c20", "resolution": [240, 135]}] * len(imgs))
+    maps = res["explainability"]
+    assert len(maps) == len(imgs)
+    for img, m in zip(imgs, maps):
+        assert m.shape == img.shape[:2] and np.isfinite(m).all() and 0.0 <= m.min() and m.max() <= 1.0
+    assert comp.predict([], [])["explainability"] == []

@@ -17,13 +17,16 @@ def add_arguments(parser):
                      help="paired comparisons from each OUT.draws.npz: P(A > B) matrices, 95 %% rank "
                           "intervals, groups not distinguishable (Holm); default: on when every OUT has one")
     sig.add_argument("--no-significance", dest="significance", action="store_false")
+    parser.add_argument("--baseline", metavar="NAME", default=None,
+                        help="a ranked row (e.g. Solution-1's folder name): robustness relative to it "
+                             "(mCE-style column mce; reported, not ranked)")
 
 
 def run(args):
     from challenge_welding.leaderboard import leaderboard, output_paths, text_table
 
     frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title,
-                        significance=args.significance)
+                        significance=args.significance, baseline=args.baseline)
     print(text_table(frame))
     html_path, csv_path = output_paths(args.output)
     pairwise = csv_path.with_name(csv_path.stem + ".pairwise.csv")

@@ -25,6 +25,9 @@ def add_arguments(parser):
     parser.add_argument("--traces", metavar="FILE", default=None,
                         help="organisers: also write per-sample traces (parquet: uncertainty, errors, OOD score "
                              "per sample) to FILE, which must be outside OUT (OUT is published)")
+    parser.add_argument("--baseline", metavar="OUT", default=None,
+                        help="a scored folder (e.g. Solution-1's OUT) to report robustness relative to it "
+                             "(mCE-style, in details.json's analyses; never scored)")
 
 
 def run(args):
@@ -34,7 +37,7 @@ def run(args):
     from challenge_welding.pipeline import score
 
     score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
-          traces=args.traces, draws_path=args.draws)
+          traces=args.traces, draws_path=args.draws, baseline=args.baseline)
     details = json.loads((Path(args.output) / "details.json").read_text())
 
     def ci(interval):

@@ -22,6 +22,7 @@ from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.metrics import operational_cost
 from challenge_welding.scoring.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
 from . import charts
+from .analyses_view import analyses_context
 from .extras import compute_extras
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -103,6 +104,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "trust": chart("trust", charts.trust_chart, perf_extras["trust"]) if perf_extras else None,
     }
     ctx["extras_metrics"] = _extras_metrics(extras)
+    ctx.update(analyses_context(details, chart))  # issue 20: the analyses section (templates/analyses.html.j2)
     ctx["warnings"] += problems
     return ctx
 

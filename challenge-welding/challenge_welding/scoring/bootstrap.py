@@ -172,4 +172,6 @@ def bootstrap(prep, config, n_boot=1000, seed=0, level=0.95, notes=None):
             "raw": {k: interval(v) for k, v in res["raw"].items()},
             "rescaled": {k: interval(v) for k, v in res["rescaled"].items()},
             "values": {k: np.broadcast_to(np.asarray(v, dtype=float), (n_boot,)).copy()
-                       for k, v in {"score": res["score"], **res["rescaled"]}.items()}}
+                       for k, v in {"score": res["score"], **res["rescaled"],
+                                    # raw KPIs: the leaderboard's weight sensitivity re-rescales them
+                                    **{f"raw_{k}": v for k, v in res["raw"].items()}}.items()}}

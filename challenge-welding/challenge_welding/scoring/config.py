@@ -103,6 +103,14 @@ SCHEMA = {
     # organisers may refuse runs whose submission was not confined by Landlock (docs/integrity.md)
     "integrity": Optional({"require_sandbox": _bool},
                           {"require_sandbox": False}),
+    # reported beyond the score, never scored (issue 20, docs/analyses.md). Optional: older configs keep working.
+    "analyses": Optional({"ood_tpr": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
+                          "breaking_margin": _num(lo=0.0, hi=1.0),
+                          "drift_false_alarm_rate": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
+                          "weights": {"concentration": POSITIVE, "jitter": _num(lo=0.0, hi=1.0),
+                                      "seed": _num(lo=0, integer=True)}},
+                         {"ood_tpr": 0.95, "breaking_margin": 0.05, "drift_false_alarm_rate": 0.05,
+                          "weights": {"concentration": 200.0, "jitter": 0.02, "seed": 0}}),
     "extras": {
         "trust": {"bins": _num(lo=1, integer=True), "prior_weight": POSITIVE},
         "bootstrap": {"n": _num(lo=0, integer=True), "seed": _num(lo=0, integer=True),

@@ -30,6 +30,7 @@ from challenge_welding.constants import KPI_KEYS, SET_NAMES
 from challenge_welding.errors import ChallengeError
 
 DRAW_KEYS = ("score",) + KPI_KEYS
+RAW_KEYS = tuple(f"raw_{k}" for k in KPI_KEYS)  # optional (older files lack them): the weight sensitivity's input
 SUFFIX = ".draws.npz"
 
 
@@ -77,7 +78,11 @@ def build(values: dict, scores: dict, reference_sha256: dict, config: dict) -> D
               "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
               "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
               "version": __version__}
-    return Draws({k: np.asarray(values[k], dtype=float) for k in DRAW_KEYS},
+    header["rescaling"] = config["rescaling"]          # the weight sensitivity jitters these breakpoints
+    header["final_weights"] = config["final_weights"]  # and draws weights around these
+    header["analyses"] = config.get("analyses")        # with this concentration and jitter
+    keys = DRAW_KEYS + tuple(k for k in RAW_KEYS if k in values)
+    return Draws({k: np.asarray(values[k], dtype=float) for k in keys},
                  {k: float(scores[k]) for k in DRAW_KEYS}, header["fingerprint"], header)
 
 
@@ -109,7 +114,10 @@ def load(path) -> Draws:
     try:
         with np.load(path, allow_pickle=False) as f:
             header = json.loads(str(f["header"]))
-            values = {k: np.asarray(f[k], dtype=float) for k in DRAW_KEYS}
+            values = {k: np.asarray(f[k], dtype=float) for k in DRAW_KEYS + RAW_KEYS if k in f.files}
+            missing = [k for k in DRAW_KEYS if k not in values]
+            if missing:
+                raise KeyError(missing[0])
             point = dict(zip(DRAW_KEYS, (float(v) for v in f["point"])))
     except (OSError, ValueError, KeyError) as exc:
         raise ChallengeError(f"{path} is not a draws file ({type(exc).__name__}: {exc})") from None

@@ -22,6 +22,7 @@ import numpy as np
 
 from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
 from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.analyses.run import run_analyses
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
@@ -190,8 +191,10 @@ class Scored:
     reference_sha256: dict  # {set: sha256 of the reference file}, the draws' fingerprint
 
 
-def score_predictions(reference_dir, predictions_dir, config_path=None, verify=True) -> Scored:
+def score_predictions(reference_dir, predictions_dir, config_path=None, verify=True, baseline=None) -> Scored:
     """Read, verify (scoring.provenance, unless ``verify`` is False) and score PRED against DIR; no file written.
+
+    ``baseline``: a scored folder (e.g. Solution-1's OUT) for the relative robustness (analyses).
 
     Raises SubmissionFailed when the predictions are missing, unverified or
     invalid, ChallengeError when the reference data or the config is bad.
@@ -206,6 +209,8 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
     scores, details = score_frames(inputs.frames, config, inputs.hashes, config_file, warnings + inputs.warnings,
                                    draws=values)
     details["provenance"] = inputs.provenance
+    # issue 20: reported beyond the score, never part of it (scoring.analyses)
+    details["analyses"] = run_analyses(reference_dir, predictions_dir, inputs.frames, config, details, baseline)
     return Scored(scores, details, inputs.frames, config, values,
                   {n: h["reference"] for n, h in inputs.hashes.items()})
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from challenge_solution.explain import dark_blob_map
 from challenge_solution.features import batch_features
 from challenge_solution.model import Model
 from challenge_welding.AIComponent_interface import AbstractAIComponent
@@ -28,10 +29,12 @@ class MyAIComponent(AbstractAIComponent):
     def predict(self, input_images: list[np.ndarray], images_meta_informations: list[dict],
                 device: str = "cpu") -> dict:
         if not input_images:
-            return {"predictions": [], "probabilities": [], "OOD_scores": []}
+            return {"predictions": [], "probabilities": [], "OOD_scores": [], "explainability": []}
         states, probs, ood = self.AI_Component.decide(batch_features(input_images))
         return {
             "predictions": list(states),
             "probabilities": probs.tolist(),
             "OOD_scores": ood.tolist(),
+            # where the dark-blob evidence lies (challenge_solution/explain.py): the solution spec's optional map
+            "explainability": [dark_blob_map(image) for image in input_images],
         }

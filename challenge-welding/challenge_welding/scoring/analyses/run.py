@@ -1,0 +1,25 @@
+"""The shell of the analyses: read the optional inputs, compute, never fail the scoring."""
+
+from __future__ import annotations
+
+from challenge_welding.constants import SET_NAMES
+from . import sources
+from .assemble import compute_analyses
+from .card import card_rows
+
+
+def run_analyses(reference_dir, predictions_dir, frames, config, details, baseline_dir=None) -> dict:
+    """details["analyses"] (and its metric-card rows); a failure becomes a warning (the score is never touched)."""
+    details.get("metric_card", {}).get("metrics", []).extend(card_rows(config))
+    try:
+        ko_ids = {n: frames[n].loc[frames[n]["class"].astype(str) == "KO", "sample_id"].astype(str)
+                  for n in SET_NAMES}
+        masks = {n: sources.read_masks(reference_dir, n, ko_ids[n]) for n in SET_NAMES}
+        maps = {n: sources.read_maps(predictions_dir, n) for n in SET_NAMES}
+        baseline = sources.read_baseline(baseline_dir) if baseline_dir is not None else None
+        return compute_analyses(frames, config, maps=maps, masks=masks,
+                                labelling=sources.read_labelling(reference_dir), baseline=baseline,
+                                robustness=details.get("robustness"))
+    except Exception as exc:  # noqa: BLE001 - the analyses never change the score: report the failure
+        details["warnings"].append(f"analyses failed: {type(exc).__name__}: {exc}")
+        return {}

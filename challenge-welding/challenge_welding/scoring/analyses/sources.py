@@ -1,0 +1,99 @@
+"""The optional inputs of the analyses, read from disk: defect masks, explanation maps, labelling types.
+
+Every reader returns None (not an error) when its input is absent: the analyses then say
+"no masks", "no maps" or "not available". A present but unreadable file is one
+ChallengeError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from challenge_welding.constants import SET_NAMES
+from challenge_welding.errors import ChallengeError
+
+MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)
+MAPS_SUFFIX = ".explainability.parquet"
+
+
+def read_masks(reference_dir, set_name, sample_ids=None):
+    """{sample_id: uint8 mask} of ``reference_dir/masks/<set>/``; None when the folder is absent."""
+    folder = Path(reference_dir) / MASKS / set_name
+    if not folder.is_dir():
+        return None
+    wanted = None if sample_ids is None else {str(s) for s in sample_ids}
+    out = {}
+    for path in sorted(folder.glob("*.png")):
+        if wanted is not None and path.stem not in wanted:
+            continue
+        mask = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        if mask is None:
+            raise ChallengeError(f"defect mask {path} is not a readable PNG")
+        out[path.stem] = mask
+    return out
+
+
+def read_maps(predictions_dir, set_name):
+    """{sample_id: uint8 map (h//4, w//4)} of ``PRED/<set>.explainability.parquet``; None without the file.
+
+    TODO(lead): the same format's one definition is challenge_welding/scoring/explainability_io.py
+    (read_explainability), on the `wire` branch; use it once merged.
+    """
+    try:
+        from challenge_welding.scoring.explainability_io import read_explainability  # the wire branch's reader
+    except ImportError:
+        read_explainability = _read_explainability
+    try:
+        return read_explainability(predictions_dir, set_name)
+    except ValueError as exc:
+        raise ChallengeError(str(exc)) from None
+
+
+def _read_explainability(pred_dir, set_name):
+    path = Path(pred_dir) / f"{set_name}{MAPS_SUFFIX}"
+    if not path.is_file():
+        return None
+    df = pd.read_parquet(path)
+    out = {}
+    for sid, h, w, data in zip(df["sample_id"], df["height"], df["width"], df["map"]):
+        if h < 1 or w < 1 or len(data) != int(h) * int(w):
+            raise ValueError(f"{path}: sample {sid}: {len(data)} bytes for a {h}x{w} map")
+        out[str(sid)] = np.frombuffer(data, dtype=np.uint8).reshape(int(h), int(w))
+    return out
+
+
+def read_labelling(reference_dir):
+    """{set: {sample_id: labelling_type}} for the reference sets that carry ``labelling_type``; {} if none."""
+    out = {}
+    for name in SET_NAMES:
+        path = Path(reference_dir) / f"{name}.parquet"
+        if not path.is_file():
+            continue
+        try:
+            if "labelling_type" in pq.read_schema(path).names:
+                f = pd.read_parquet(path, columns=["sample_id", "labelling_type"])
+                out[name] = dict(zip(f["sample_id"].astype(str), f["labelling_type"].astype(str)))
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+            raise ChallengeError(f"{path}: cannot read labelling_type ({type(exc).__name__}: {exc})") from None
+    return out
+
+
+def read_baseline(folder):
+    """details.json of a scored baseline run (e.g. Solution-1's OUT): its "robustness" curves."""
+    path = Path(folder) / "details.json"
+    if not path.is_file():
+        raise ChallengeError(f"--baseline {folder}: no details.json there (pass a folder written by `score`)")
+    try:
+        details = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ChallengeError(f"{path} is not valid JSON: {exc}") from None
+    curves = details.get("robustness")
+    if not isinstance(curves, dict):
+        raise ChallengeError(f"{path} has no robustness curves")
+    return {"name": str(folder), "robustness": curves}
