@@ -1,6 +1,7 @@
 """Organisers' caps on set sizes: exact sizes, the table printed before anything is written,
 one clear line per bad value."""
 
+import re
 import subprocess
 import sys
 
@@ -70,9 +71,13 @@ def test_the_table_matches_the_written_sets(synth, tmp_path, low_min_ko):
 
 def test_a_cap_below_the_sets_minimum_is_one_clear_line(synth, tmp_path, cfg):
     # min_ko_per_level = 10 raises robustness to >= 10 KO per level: more than 2 base images
-    with pytest.raises(ChallengeError, match=r"^max_per_set: robustness: \d+ images planned, cap 44 "):
+    with pytest.raises(ChallengeError, match=r"^max_per_set: robustness: (\d+) images planned \((\d+) base "
+                       r"images x 22 copies: the fewest that hold robustness.min_ko_per_level KO per "
+                       r"level\), cap 44: raise the cap") as info:
         build_sets(out=tmp_path / "d", seed=1, config=cfg, progress=False, plan_only=True,
                    max_per_set={"robustness": 2 * COPIES}, **synth.build_args())
+    planned, base = (int(x) for x in re.match(r"\D+(\d+)\D+(\d+)", str(info.value)).groups())
+    assert planned == base * COPIES and base >= 10 and "\n" not in str(info.value)
 
 
 def test_bad_values_one_line_each():

@@ -40,6 +40,7 @@ def run(args):
     print(f"  source dataset   {out.source}")
     print(f"  unseen seams     {out.unseen}")
     print(f"  real-OOD photos  {out.ood}")
+    print("  defect masks     sample_<n>_mask.png beside each defective image (column mask_path)")
     print(f"next: challenge-welding build-sets --source {out.source} --unseen-source {out.unseen} "
           f"--ood-source {out.ood} --out DATA")
     return 0
