@@ -328,9 +328,13 @@ class Watchdog:
 
     def _watch(self) -> None:
         while not self._stop.wait(self.interval):
-            if _tasks() - self.base <= self.limit:
+            tasks = _tasks()
+            if tasks - self.base <= self.limit:
                 continue
             n = len(group_members(self.pgid))
+            if n <= self.limit:  # others' processes grew (a busy machine): scan only on new growth
+                self.base = tasks - n
+                continue
             if n > self.limit:
                 self.line = (f"the submission started more than {self.limit} processes at once "
                              f"({n} counted): a fork storm, stopped")
