@@ -23,6 +23,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
@@ -317,8 +318,6 @@ class Watchdog:
     """
 
     def __init__(self, pgid: int, limit: int, interval: float = 0.1):
-        import threading  # noqa: PLC0415 - only the watchdog needs it
-
         self.pgid, self.limit, self.interval = pgid, limit, interval
         self.line: str | None = None
         self.base = _tasks()
