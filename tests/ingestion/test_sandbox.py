@@ -440,3 +440,28 @@ def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeyp
         assert run["net"] == ("not confined (Landlock ABI < 4)" if want < 4
                               else "TCP bind and connect denied")
         assert not any("NO SANDBOX" in w for w in report["warnings"])
+
+
+# --- organisers may refuse runs without a sandbox ----------------------------------------------
+def test_score_refuses_a_run_without_sandbox_when_the_config_requires_one(
+        tmp_path, input_data, env_cache, monkeypatch, capsys):
+    import yaml
+
+    monkeypatch.setenv(sandbox.ABI_MAX_ENV, "0")
+    pred = tmp_path / "pred"
+    report = ingest(make_submission(tmp_path / "sub"), input_data, pred, cache_dir=env_cache,
+                    progress=False)
+    assert report["status"] == "ok" and report["sandbox"]["landlock_abi"] is None
+    ref = make_reference(tmp_path / "ref", CONFIG)
+    args = ["score", "--reference", str(ref), "--predictions", str(pred), "--output"]
+    assert cli.main(args + [str(tmp_path / "out1")]) == 0  # the default: scored, and said
+    page = (tmp_path / "out1" / "detailed_results.html").read_text()
+    assert "sandbox: NO Landlock (files not confined)" in page
+    config = yaml.safe_load((ref / "scoring.yaml").read_text())
+    config["integrity"] = {"require_sandbox": True}
+    (ref / "scoring.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert cli.main(args + [str(tmp_path / "out2")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ran without a sandbox" in err[0], err
+    assert not (tmp_path / "out2" / "scores.json").exists()

@@ -23,6 +23,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
@@ -317,8 +318,6 @@ class Watchdog:
     """
 
     def __init__(self, pgid: int, limit: int, interval: float = 0.1):
-        import threading  # noqa: PLC0415 - only the watchdog needs it
-
         self.pgid, self.limit, self.interval = pgid, limit, interval
         self.line: str | None = None
         self.base = _tasks()
@@ -328,9 +327,13 @@ class Watchdog:
 
     def _watch(self) -> None:
         while not self._stop.wait(self.interval):
-            if _tasks() - self.base <= self.limit:
+            tasks = _tasks()
+            if tasks - self.base <= self.limit:
                 continue
             n = len(group_members(self.pgid))
+            if n <= self.limit:  # others' processes grew (a busy machine): scan only on new growth
+                self.base = tasks - n
+                continue
             if n > self.limit:
                 self.line = (f"the submission started more than {self.limit} processes at once "
                              f"({n} counted): a fork storm, stopped")

@@ -47,6 +47,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import challenge_welding
+from challenge_welding.ingestion import reaper
+
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
 
@@ -248,7 +251,8 @@ def seccomp_program(protected, own_group_neg: int | None = None) -> bytes:
 
 
 class _Prepared:
-    """Everything the preexec needs, built in the parent (no allocation after fork but ints)."""
+    """Everything the preexec needs, built in the parent: the rules (a /proc and folder walk)
+    and their buffers; after fork only syscalls and the small seccomp program are left."""
 
     def __init__(self, policy: Policy, seccomp: bool):
         self.abi = policy.abi
@@ -329,8 +333,6 @@ class Confinement:
             except OSError:
                 pass
         if self.prepared is not None:
-            from challenge_welding.ingestion import reaper  # noqa: PLC0415 - imported already
-
             reaper.drop_ptrace()
             self.prepared.apply()
 
@@ -359,8 +361,7 @@ class Sandbox:
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
                 run_network: bool, max_processes: int, evaluator_read) -> "Sandbox":
-        from challenge_welding import __file__ as pkg_init  # noqa: PLC0415
-
+        pkg_init = challenge_welding.__file__
         holes = [str(input_data), str(Path(input_data).parent / "reference_data"), str(output)]
         ours = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
         if sys.prefix != sys.base_prefix:
@@ -376,9 +377,7 @@ class Sandbox:
     @classmethod
     def default(cls) -> "Sandbox":
         """Only the evaluator's own files out of reach (an install outside a run)."""
-        from challenge_welding import __file__ as pkg_init  # noqa: PLC0415
-
-        holes = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
+        holes = [str(Path(challenge_welding.__file__).parent), *evaluator_site_dirs()]
         if sys.prefix != sys.base_prefix:
             holes.append(sys.prefix)
         return cls(holes=holes, evaluator_read=[])

@@ -89,7 +89,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
             {"metric": "trust opinion, retention", "set": s, "case": "set empty once OOD-labelled rows are left out",
              "resolution": "not reported for this set"} for s in extras.get("skipped") or []],
         "metric_card": details.get("metric_card") or {},
-        "sandbox": (details.get("provenance") or {}).get("sandbox"),
+        "sandbox": details.get("sandbox"),
         "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
     }
     rocs = {name: (extras.get("roc") or {}).get(name) for name in ("ood_real", "ood_synthetic", "drift")}

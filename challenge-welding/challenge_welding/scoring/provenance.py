@@ -143,28 +143,28 @@ def sandbox_line(report: dict | None) -> str:
     return "sandbox: " + "; ".join(parts)
 
 
-def require_sandbox(predictions_dir, config: dict) -> None:
-    """Refuse (one line) predictions whose ingestion ran without Landlock, when the scoring
-    config's ``integrity.require_sandbox`` says so. Virtual predictions ran no code."""
-    if not config.get("integrity", {}).get("require_sandbox"):
-        return
+def check_sandbox(predictions_dir, config: dict, verify: bool = True) -> str:
+    """The one line on what confined the submission, for the results page; refuses (one line)
+    predictions whose ingestion ran without Landlock when the scoring config's
+    ``integrity.require_sandbox`` says so. Virtual predictions ran no code."""
+    if not verify:
+        return sandbox_line(None)
     path = Path(predictions_dir) / REPORT_FILE
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         report = {}
-    if not isinstance(report, dict) or report.get("origin") == "virtual":
-        return
+    report = report if isinstance(report, dict) else {}
     box = report.get("sandbox")
-    if not (isinstance(box, dict) and box.get("landlock_abi")):
+    if config.get("integrity", {}).get("require_sandbox") and report.get("origin") != "virtual" \
+            and not (isinstance(box, dict) and box.get("landlock_abi")):
         raise SubmissionFailed(f"{path}: the submission ran without a sandbox (no Landlock) and "
                                "the scoring config requires one (integrity.require_sandbox)")
+    return sandbox_line(report)
 
 
 def provenance_of(report: dict | None) -> dict:
     """{"verified": bool, "origin": ...} for details.json (report None: not verified)."""
     if report is None:
-        return {"verified": False, "origin": "unverified (score --unverified)",
-                "sandbox": sandbox_line(None)}
-    return {"verified": True, "origin": str(report.get("origin", "ingestion")),
-            "sandbox": sandbox_line(report)}
+        return {"verified": False, "origin": "unverified (score --unverified)"}
+    return {"verified": True, "origin": str(report.get("origin", "ingestion"))}

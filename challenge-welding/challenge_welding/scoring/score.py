@@ -29,7 +29,7 @@ from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.kpis import robustness_weights
 from challenge_welding.scoring.inputs import read_inputs
-from challenge_welding.scoring.provenance import require_sandbox
+from challenge_welding.scoring.provenance import check_sandbox
 from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
 SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
@@ -203,12 +203,12 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
     config_file = resolve_config(reference_dir, config_path, warnings)
     config = load_config(config_file)
     inputs = read_inputs(reference_dir, predictions_dir, verify)
-    if verify:
-        require_sandbox(predictions_dir, config)
+    sandbox = check_sandbox(predictions_dir, config, verify)
     values: dict = {}
     scores, details = score_frames(inputs.frames, config, inputs.hashes, config_file, warnings + inputs.warnings,
                                    draws=values)
     details["provenance"] = inputs.provenance
+    details["sandbox"] = sandbox
     # issue 20: reported beyond the score, never part of it (scoring.analyses)
     details["analyses"] = run_analyses(reference_dir, predictions_dir, inputs.frames, config, details, baseline)
     return Scored(scores, details, inputs.frames, config, values,
