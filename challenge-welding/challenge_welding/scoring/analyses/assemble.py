@@ -18,11 +18,11 @@ from challenge_welding.constants import PERTURBATIONS
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
 from challenge_welding.scoring.disclosure import hide_small, sequence_bins
+from challenge_welding.scoring.explainability_io import MAP_SCALE
 from . import annotators, breaking_points, cost_coverage, drift_delay, localisation, ood_detail
 
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 SIGNED = ("rotation", "luminance")
-MAP_SCALE = 4  # the ingestion's (scoring/explainability_io.py on the wire branch)
 
 
 def clean(obj):

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 
 from challenge_welding.constants import SET_NAMES
 from challenge_welding.errors import ChallengeError
+from challenge_welding.scoring.explainability_io import read_explainability
 
 MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)
-MAPS_SUFFIX = ".explainability.parquet"
 
 
 def read_masks(reference_dir, set_name, sample_ids=None):
@@ -40,32 +40,11 @@ def read_masks(reference_dir, set_name, sample_ids=None):
 
 
 def read_maps(predictions_dir, set_name):
-    """{sample_id: uint8 map (h//4, w//4)} of ``PRED/<set>.explainability.parquet``; None without the file.
-
-    TODO(lead): the same format's one definition is challenge_welding/scoring/explainability_io.py
-    (read_explainability), on the `wire` branch; use it once merged.
-    """
-    try:
-        from challenge_welding.scoring.explainability_io import read_explainability  # the wire branch's reader
-    except ImportError:
-        read_explainability = _read_explainability
+    """{sample_id: uint8 map (h//4, w//4)} of ``PRED/<set>.explainability.parquet``; None without the file."""
     try:
         return read_explainability(predictions_dir, set_name)
     except ValueError as exc:
         raise ChallengeError(str(exc)) from None
-
-
-def _read_explainability(pred_dir, set_name):
-    path = Path(pred_dir) / f"{set_name}{MAPS_SUFFIX}"
-    if not path.is_file():
-        return None
-    df = pd.read_parquet(path)
-    out = {}
-    for sid, h, w, data in zip(df["sample_id"], df["height"], df["width"], df["map"]):
-        if h < 1 or w < 1 or len(data) != int(h) * int(w):
-            raise ValueError(f"{path}: sample {sid}: {len(data)} bytes for a {h}x{w} map")
-        out[str(sid)] = np.frombuffer(data, dtype=np.uint8).reshape(int(h), int(w))
-    return out
 
 
 def read_labelling(reference_dir):
