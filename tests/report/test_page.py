@@ -67,7 +67,8 @@ def test_page_renders_with_missing_pieces(report_frames, scoring_config):
     assert html.count("set absent") >= 5
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package `chromium`)")
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: run `bash scripts/install-chromium.sh` "
+                    "(Debian/Ubuntu package chromium) to render the page")
 def test_page_in_headless_chromium(page, tmp_path):
     from PIL import Image
 
