@@ -145,6 +145,7 @@ def test_a_missing_system_library_names_this_machine_and_what_to_install(tmp_pat
 
 def test_a_missing_libgl_names_both_debian_packages():
     finding = missing_library_finding("libGL.so.1", "ImportError: libGL.so.1: cannot open shared object file")
+    assert str(finding).splitlines()[0].startswith("[error] this machine lacks the system library libGL.so.1")
     assert finding.fix == ("on this machine install libgl1 libglib2.0-0 (Debian/Ubuntu: apt-get install libgl1 "
                            "libglib2.0-0); or depend on opencv-python-headless, which needs neither")
 

@@ -49,6 +49,10 @@ class Finding:
     message: str
     fix: str = ""
 
+    def __str__(self) -> str:
+        text = f"[{self.level}] {self.message}"
+        return text + (f"\n          fix: {self.fix}" if self.fix else "")
+
 
 def missing_library_finding(lib: str, err: str) -> "Finding":
     """check-submission runs on the user's own machine: say what to install there.
@@ -63,10 +67,6 @@ def missing_library_finding(lib: str, err: str) -> "Finding":
     return Finding("error", f"this machine lacks the system library {lib} that the submission loads "
                             f"(the evaluator image has libGL and glib for opencv-python) ({err})",
                    f"on this machine {install}; or depend on opencv-python-headless, which needs neither")
-
-    def __str__(self) -> str:
-        text = f"[{self.level}] {self.message}"
-        return text + (f"\n          fix: {self.fix}" if self.fix else "")
 
 
 def synthetic_input(root: Path, n: int = 4, seed: int = 0) -> Path:
