@@ -65,7 +65,7 @@ def kpi_chart(kpis: dict, labels: dict) -> str:
     """
     with rc_context(RC):
         keys = [k for k in labels if k in kpis]
-        fig, (ax,) = new_figure(10, 0.46 * max(len(keys), 1) + 0.8, left=1.3, right=1.6, top=0.15)
+        fig, (ax,) = new_figure(10, 0.46 * max(len(keys), 1) + 1.0, left=1.3, right=1.6, top=0.4)
         if not keys:
             _note(ax, "no KPI in details")
             return to_svg(fig)
@@ -85,7 +85,7 @@ def kpi_chart(kpis: dict, labels: dict) -> str:
         ax.set_yticks(ypos, [labels[k] for k in keys])
         ax.set_xlim(0, 1.02)
         ax.set_xlabel("KPI (0 = worst, 1 = best)")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8, frameon=False)
         return to_svg(fig)
 
 
@@ -119,7 +119,8 @@ def reliability_chart(subsets: dict, min_samples: int = 25) -> str:
                 if n:
                     ax.text(c, 1.02, f"n={n}", ha="center", va="bottom", fontsize=7,
                             color=GREY if h else "#1b2631")
-            if hidden.all() and len(hidden):
+            filled = np.asarray(rel["count"]) > 0
+            if filled.any() and hidden[filled].all():
                 ax.text(0.5, 0.5, f"every bin holds fewer than {min_samples} images:\naccuracy hidden, counts shown",
                         ha="center", va="center", transform=ax.transAxes, color="#5d6d7e", fontsize=8,
                         bbox={"facecolor": "white", "edgecolor": "#d5dbdb"})
@@ -263,8 +264,7 @@ def trust_chart(trust: dict) -> str:
         ax.plot([0, 1, 2], [o["P"] for o in fused], "D", color="#1b2631", ms=5, label="projected P")
         ax.set_xticks([0, 1, 2], ["KO", "OK", "model"])
         ax.set_ylim(0, 1.1)
-        ax.set_title("fused")
-        ax.legend(loc="lower center", fontsize=7)
+        ax.set_title("fused (◆ projected P)")  # a title, not a legend box over the bars
         return to_svg(fig)
 
 
