@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 UV     := $(VENV)/bin/uv
 
-.PHONY: setup test demo demo-quick bench container-test clean
+.PHONY: setup test docs demo demo-quick bench container-test clean
 
 # The prerequisites are checked first, each with one line naming what to install; a failed
 # step removes .venv so that the next `make` starts clean instead of on a half-made venv.
@@ -20,9 +20,18 @@ $(VENV)/.installed: challenge-welding/pyproject.toml
 
 setup: $(VENV)/.installed  ## make the virtual environment with the package and test tools
 
-test: setup  ## run the whole test suite (installs Chromium for the page test when missing)
-	@command -v chromium >/dev/null 2>&1 || bash scripts/install-chromium.sh
+test: setup docs  ## the docs site (strict links), then the whole test suite (installs Chromium when missing)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "make test: chromium is missing; one test renders the results page in it:"; \
+	  echo "  installing Debian's chromium with apt-get (Debian 12: ~130 packages with its libraries, libgl1 among them)"; \
+	  echo "  not root? the script only prints how, and that test is skipped"; \
+	  bash scripts/install-chromium.sh; }
 	$(PY) -m pytest -n 2 -q tests
+
+# The README is the front door: at most 250 lines; docs/ builds as a site, a broken link or anchor fails.
+docs: setup  ## build the docs site into .site/ (mkdocs --strict) and check the README's length
+	@n=$$(wc -l < README.md); [ $$n -le 250 ] || { echo "error: README.md has $$n lines (at most 250): move detail to docs/" >&2; exit 1; }
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir .site
 
 demo: setup  ## end-to-end demo: synthetic data -> sets -> Solution-1 -> leaderboard
 	$(VENV)/bin/challenge-welding demo --workdir demo-work
@@ -37,4 +46,4 @@ container-test: setup  ## (root, podman, network; not in CI) image on a debootst
 	bash scripts/container_test.sh
 
 clean:
-	rm -rf $(VENV) demo-work
+	rm -rf $(VENV) demo-work .site

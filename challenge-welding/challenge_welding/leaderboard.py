@@ -1,7 +1,9 @@
 """Local leaderboard: scored folders ranked into a colour-coded HTML table and a CSV.
 
 In the manner of the protocol's comparative table: every KPI and criterion of
-scores.json, the score, the rank, each column on a red -> green scale. Virtual
+scores.json, the score, the rank, each cell on a red -> green scale that is
+absolute (the same colour means the same value on every board: see ``SCALES``),
+with a legend for every abbreviation (from the criteria registry). Virtual
 solutions (scoring.virtual) can be added as unranked reference rows.
 """
 
@@ -11,12 +13,60 @@ import math
 import tempfile
 from pathlib import Path
 
+from challenge_welding.bundle.bundle import BUDGET_S_PER_IMAGE
 from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
 from challenge_welding.errors import ChallengeError
-from challenge_welding.scoring.registry import lower_better_keys
+from challenge_welding.scoring.registry import BY_KEY, KPIS, lower_better_keys
 
 # Columns where a smaller value is better (costs, time, calibration errors): the criteria registry's.
 LOWER_BETTER = lower_better_keys()
+
+# Absolute colour scales, (red at, green at) per registry metric, so that a colour reads the same on
+# every board and in every column: where the score itself stops rewarding. OP: 1 = a human-only
+# process, 0 = perfect; ECE: I_U's calibration factor reaches 0 at 0.5; UOP: I_U clips it to [0, 1];
+# AUROC: 0.5 = chance. The time p95 is red at the challenge's budget (1/12 s per image), green at 0.
+SCALES = {"OP": (1.0, 0.0), "ML": (0.0, 1.0), "UOP": (0.0, 1.0), "ECE": (0.5, 0.0), "r_x": (0.0, 1.0),
+          "AUROC": (0.5, 1.0), "time_p95": (BUDGET_S_PER_IMAGE, 0.0)}
+# Short headers where the key is wide; the legend spells each one out.
+SHORT = {"uncertainty": "uncert.", "robustness": "robust.", "generalization": "gen.", "time_p95": "t p95 ms"}
+
+
+def scale(key: str) -> tuple[float, float]:
+    """(value shown red, value shown green) of a scores.json column on the board."""
+    if key == "score":
+        return 0.0, 100.0
+    if key in BY_KEY:
+        return SCALES[BY_KEY[key].metric]
+    return 0.0, 1.0  # the rescaled KPIs
+
+
+def absolute_colour(value: float, key: str) -> str:
+    """The cell colour of ``value`` in column ``key`` on its absolute scale (values beyond it clipped)."""
+    red, green = scale(key)
+    return colour(value, min(red, green), max(red, green), lower_better=red > green)
+
+
+def _scale_text(key: str) -> str:
+    red, green = scale(key)
+    if key == "time_p95":
+        return f"red at the budget {1000 * red:.1f} ms per image, green at 0"
+    return f"red at {red:g}, green at {green:g}"
+
+
+def legend() -> list[dict]:
+    """One row per column abbreviation: header, what it is, its colour scale (from the registry)."""
+    rows = [{"key": "score", "head": "score", "text": "the leaderboard score, 0-100 (weighted rescaled KPIs)",
+             "scale": _scale_text("score")}]
+    rows += [{"key": k.key, "head": SHORT.get(k.key, k.key),
+              "text": f"KPI {k.label}, rescaled 0-1 (on {k.sets}; 0.9 = the 'good' reference)",
+              "scale": _scale_text(k.key)} for k in KPIS]
+    for key in CRITERIA_KEYS:
+        c = BY_KEY[key]
+        unit = " (shown in ms; seconds in the CSV)" if key == "time_p95" else ""
+        rows.append({"key": key, "head": SHORT.get(key, key),
+                     "text": f"{c.label}: {c.meaning}{unit}; {c.set} set, feeds {c.kpi}; {c.better} is better",
+                     "scale": _scale_text(key)})
+    return rows
 
 
 def colour(value: float, lo: float, hi: float, lower_better: bool = False) -> str:
@@ -94,19 +144,19 @@ def render_html(frame, title="Leaderboard", matrices=None, analyses=None) -> str
     env = jinja2.Environment(loader=jinja2.PackageLoader("challenge_welding.report", "templates"),
                              autoescape=True)
     keys = list(SCORE_KEYS)
-    ranges = {k: (frame[k].min(), frame[k].max()) for k in keys}
     rows = []
     for rec in frame.to_dict("records"):
         cells = []
         for k in keys:
             v = rec[k]
-            text = f"{v:.2f}" if k == "score" else (f"{v:.4f}" if k == "time_p95" else f"{v:.3f}")
-            cells.append({"text": text, "colour": colour(v, *ranges[k], k in LOWER_BETTER)})
+            text = f"{v:.2f}" if k == "score" else (f"{1000 * v:.1f}" if k == "time_p95" else f"{v:.3f}")
+            cells.append({"text": text, "colour": absolute_colour(v, k)})
         rank_ = rec["rank"]
         rows.append({"rank": _int_text(rank_), "name": rec["solution"], "reference": bool(rec["reference"]),
                      "cells": cells, "interval": _interval_text(rec), "group": _group_text(rec)})
     return env.get_template("leaderboard.html.j2").render(
         title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
+        heads={k: SHORT.get(k, k).replace("_", "_\u200b") for k in keys}, legend=legend(),
         version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns,
         analyses=analyses)
 

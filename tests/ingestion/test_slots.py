@@ -49,11 +49,13 @@ def small_tmpfs(tmp_path):
     proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        # say why: as root in an unprivileged container the kernel refuses, not "not root"
+        # say why and what to do: as root in an unprivileged container the kernel refuses too.
+        # mount's first line names the failure; its last one only points at dmesg.
         who = "as root" if os.geteuid() == 0 else f"as uid {os.geteuid()} (not root)"
         reason = (proc.stderr or proc.stdout).strip().splitlines()
-        pytest.skip(f"cannot mount a tmpfs {who}: mount said "
-                    f"{reason[-1] if reason else f'exit status {proc.returncode}'}")
+        pytest.skip(f"cannot mount a tmpfs {who} ({reason[0] if reason else f'exit status {proc.returncode}'}): "
+                    "mounting needs CAP_SYS_ADMIN; run the tests as root on a host, or in a container "
+                    "started with --privileged (or --cap-add SYS_ADMIN), to run this small-/dev/shm test")
     yield mnt
     subprocess.run(["umount", str(mnt)], check=True)
 

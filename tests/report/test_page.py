@@ -67,7 +67,8 @@ def test_page_renders_with_missing_pieces(report_frames, scoring_config):
     assert html.count("set absent") >= 5
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package `chromium`)")
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: run `bash scripts/install-chromium.sh` "
+                    "(Debian/Ubuntu package chromium) to render the page")
 def test_page_in_headless_chromium(page, tmp_path):
     from PIL import Image
 
@@ -155,3 +156,33 @@ def test_each_kpi_says_what_its_rescaled_value_means(page, report_details):
                       "reference (raw 0.800), 1 = perfect.") == 4
     assert "Rescaled 0 = raw 0, 0.9 = as good as the 'good' reference (raw 0.800), 1 = perfect" in text
     assert text.count("Rescaled = raw: no reference solution to compare with on this KPI.") == 1
+
+
+def test_trust_opinion_has_a_plain_reading(report_details, report_frames, scoring_config):
+    import copy
+
+    details = copy.deepcopy(report_details)
+    opinions = details["extras"]["sets"]["performance"]["trust"]
+    opinions["classes"]["KO"]["opinion"].update(b=0.13, d=0.86, u=0.01)  # the demo winner's, as issue 18 saw it
+    opinions["classes"]["OK"]["opinion"].update(b=0.66, d=0.33, u=0.01)
+    opinions["model"].update(b=0.51, d=0.48, u=0.01)
+    html = render_report(details, report_frames, scoring_config)
+    rows = html.split('id="trust-table">')[1].split("</table>")[0].split("<tr>")[2:]
+    readings = [r.split('class="l reading">')[1].split("</td>")[0].strip() for r in rows]
+    assert [r.split(":")[0] for r in readings] == ["mostly disbelief", "mostly belief", "split"]
+    assert "a bin is judged at its centre" in html.split('id="trust-reading">')[1].split("</p>")[0]
+
+
+def test_small_reliability_bins_are_labelled_hidden_and_the_kpi_chart_writes_raw_to_rescaled():
+    from challenge_welding.report import charts
+
+    rel = {"edges": [i / 10 for i in range(11)], "count": [0] * 5 + [7, 30, 0, 0, 40],
+           "confidence": [None] * 5 + [None, 0.65, None, None, 0.95],
+           "accuracy": [None] * 5 + [None, 0.6, None, None, 0.9], "ece": 0.05, "n": 77}
+    svg = charts.reliability_chart({"true KO": rel}, 25)
+    assert "n &lt; 25: hidden" in svg and "n=7" in svg and "n=30" in svg
+    only_small = dict(rel, count=[0] * 5 + [7, 3, 0, 0, 4], accuracy=[None] * 10, confidence=[None] * 10, n=14)
+    assert "every bin holds fewer than 25 images" in charts.reliability_chart({"true KO": only_small}, 25)
+    svg = charts.kpi_chart({"uncertainty": {"raw": 0.632, "rescaled": 0.901, "ci": [0.75, 0.9]}},
+                           {"uncertainty": "Uncertainty"})
+    assert "raw 0.632 → 0.901" in svg

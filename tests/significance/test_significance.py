@@ -1,6 +1,7 @@
 """Paired significance: the arithmetic by hand, an exhaustive tiny case, and real scored runs on the leaderboard."""
 
 import itertools
+import re
 import subprocess
 import sys
 
@@ -181,7 +182,8 @@ def test_leaderboard_shows_the_comparisons(scored_runs, tmp_path):
     assert len(virtual) == 9 and virtual["rank_lo"].isna().all() and virtual["group"].isna().all()
     from challenge_welding.leaderboard import text_table
 
-    assert "nan" not in html and "nan" not in text_table(frame)
+    # a word, not a substring: the legend says "luminance"
+    assert not re.search(r"\bnan\b", html, re.I) and not re.search(r"\bnan\b", text_table(frame), re.I)
 
 
 def test_refuses_runs_on_different_reference_data(scored_runs, small_reference, tmp_path):

@@ -33,10 +33,20 @@ def test_colour_ends_and_direction():
     assert colour(3.0, 3.0, 3.0) == "hsl(0, 0%, 92%)"      # constant column: neutral
 
 
-def test_leaderboard_files_order_and_colours(tmp_path):
+def _row_cells(page, name):
+    """(text, background) of each cell after the name cell of row ``name``."""
+    row = page.split(f'class="name">{name}</td>')[1].split("</tr>")[0]
+    return [(c.split(">")[1].split("<")[0], c.split("background: ")[1].split('"')[0] if "background" in c else "")
+            for c in row.split("<td")[1:]]
+
+
+def test_leaderboard_files_order_and_absolute_colours(tmp_path):
     a = _scored(tmp_path / "runs" / "alpha", 42.0, op=0.9)
     b = _scored(tmp_path / "runs" / "beta", 77.5, op=0.1)
     c = _scored(tmp_path / "runs" / "gamma", 42.0, op=0.5)
+    scores = json.loads((b / "scores.json").read_text())
+    scores.update(perf=0.9, time_p95=1 / 48)  # the 'good' reference's KPI; 4x under the 1/12 s budget
+    (b / "scores.json").write_text(json.dumps(scores))
     frame = leaderboard([a, b, c], tmp_path / "board.html")
     assert list(frame["solution"]) == ["beta", "alpha", "gamma"]  # ties broken by name
     assert list(frame["rank"]) == [1, 2, 2]
@@ -45,15 +55,35 @@ def test_leaderboard_files_order_and_colours(tmp_path):
     assert csv.loc[0, "score"] == 77.5
     page = (tmp_path / "board.html").read_text()
     assert "<script" not in page and "http" not in page.split("<body>")[1]
-    # beta is best on score and on op (lower better): its row holds two pure greens;
-    # alpha has the worst op (0.9): pure red in the op column.
-    beta_row = page.split('class="name">beta</td>')[1].split("</tr>")[0]
-    assert beta_row.count("hsl(120, 70%, 78%)") == 2
-    alpha_row = page.split('class="name">alpha</td>')[1].split("</tr>")[0]
-    cells = [c.split(">")[1].split("<")[0] for c in alpha_row.split("<td")[1:]]
-    op_col = 1 + len(("perf", "uncertainty", "robustness", "ood", "generalization", "drift"))
-    assert cells[op_col] == "0.900"
-    assert "hsl(0, 70%, 78%)" in alpha_row.split("<td")[op_col + 1]
+    keys = list(SCORE_KEYS)
+    beta = dict(zip(keys, _row_cells(page, "beta")))
+    alpha = dict(zip(keys, _row_cells(page, "alpha")))
+    # hue = 120 x the position on the column's fixed scale, whatever the other rows hold
+    assert beta["score"] == ("77.50", "hsl(93, 70%, 78%)")    # 0..100
+    assert beta["perf"] == ("0.900", "hsl(108, 70%, 78%)")    # 0..1: 'good' is green, not red
+    assert beta["time_p95"] == ("20.8", "hsl(90, 70%, 78%)")  # ms; red at 83.3 ms, green at 0
+    assert beta["op"] == ("0.100", "hsl(108, 70%, 78%)")      # red at 1 (human-only), green at 0
+    assert alpha["op"] == ("0.900", "hsl(12, 70%, 78%)")
+    assert alpha["time_p95"] == ("500.0", "hsl(0, 70%, 78%)")  # over the budget: red
+    assert alpha["ucalib_ko"] == ("0.500", "hsl(0, 70%, 78%)")  # ECE 0.5: I_U's factor is 0
+    assert alpha["ood_real"] == ("0.500", "hsl(0, 70%, 78%)")   # AUROC 0.5: chance
+    # absolute: the same folder alone on a board gets the same colours
+    leaderboard([a], tmp_path / "alone.html")
+    assert dict(zip(keys, _row_cells((tmp_path / "alone.html").read_text(), "alpha"))) == alpha
+
+
+def test_every_column_header_has_a_legend_row(tmp_path):
+    leaderboard([_scored(tmp_path / "one", 10.0)], tmp_path / "board.html")
+    page = (tmp_path / "board.html").read_text()
+    board, rest = page.split('<table class="board">')[1].split("</table>", 1)
+    second_row = board.split("</thead>")[0].split("</tr>")[1]
+    heads = [h.split(">", 1)[1].split("<")[0].split("&nbsp;")[0].replace("\u200b", "")
+             for h in second_row.split("<th")[1:]]
+    heads = [h for h in heads if h not in ("rank", "solution")]
+    legend = rest.split('<table class="legend">')[1].split("</table>")[0]
+    explained = [c.split(">", 1)[1].split("<")[0] for c in legend.split('<td class="k"')[1:]]
+    assert len(heads) == len(SCORE_KEYS) and sorted(heads) == sorted(explained)
+    assert "t p95 ms" in heads and "uncert." in heads
 
 
 def test_missing_key_is_one_clear_error(tmp_path):

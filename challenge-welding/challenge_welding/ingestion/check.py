@@ -54,6 +54,21 @@ class Finding:
         return text + (f"\n          fix: {self.fix}" if self.fix else "")
 
 
+def missing_library_finding(lib: str, err: str) -> "Finding":
+    """check-submission runs on the user's own machine: say what to install there.
+
+    The evaluator image has libGL and glib (Dockerfile), so the submission itself is not at fault.
+    """
+    # opencv-python needs glib as soon as libGL is found: name both at once, not one per run
+    wanted = [_LIB_PACKAGES.get(lib, ""), "libglib2.0-0" if lib == "libGL.so.1" else ""]
+    packages = " ".join(p for p in dict.fromkeys(wanted) if p)
+    install = (f"install {packages} (Debian/Ubuntu: apt-get install {packages})" if packages
+               else "install the system package that provides it")
+    return Finding("error", f"this machine lacks the system library {lib} that the submission loads "
+                            f"(the evaluator image has libGL and glib for opencv-python) ({err})",
+                   f"on this machine {install}; or depend on opencv-python-headless, which needs neither")
+
+
 def synthetic_input(root: Path, n: int = 4, seed: int = 0) -> Path:
     """A ``performance`` set of ``n`` synthetic weld-like JPEGs at the real resolutions."""
     rng = np.random.default_rng(seed)
@@ -160,12 +175,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
             fault = report.get("fault") or {}
             lib = missing_system_library(err + "\n" + (fault.get("traceback") or ""))
             if lib:
-                package = _LIB_PACKAGES.get(lib, "the package that provides it")
-                add(Finding("error", f"the evaluator image lacks the system library {lib}: an error "
-                                     f"of the evaluator image, not of the submission ({err})",
-                            f"organisers: install {package} in the image (apt-get install {package}); "
-                            "participants: a headless build (e.g. opencv-python-headless) does not "
-                            "need it"))
+                add(missing_library_finding(lib, err))
                 continue
             fix = {"install": "make `pip install -r requirements.txt && pip install .` work in "
                               "a fresh virtual environment",

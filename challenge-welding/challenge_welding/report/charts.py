@@ -57,32 +57,44 @@ def _note(ax, text: str):
 
 
 def kpi_chart(kpis: dict, labels: dict) -> str:
-    """Rescaled KPIs (bars, with their 95 % interval) and raw KPIs (diamonds)."""
+    """Per KPI, two bars on one scale: rescaled (with its 95 % interval) and, thin below it, raw.
+
+    Two bars rather than a raw marker over the rescaled bar: the rescaling moves a value far
+    (raw 0.63 can become 0.90), and a marker away from its bar read as an error. The values are
+    written at the right of each row, raw -> rescaled.
+    """
     with rc_context(RC):
         keys = [k for k in labels if k in kpis]
-        fig, (ax,) = new_figure(10, 0.34 * max(len(keys), 1) + 0.8, left=1.3, top=0.15)
+        fig, (ax,) = new_figure(10, 0.46 * max(len(keys), 1) + 1.0, left=1.3, right=1.6, top=0.4)
         if not keys:
             _note(ax, "no KPI in details")
             return to_svg(fig)
-        ypos = np.arange(len(keys))[::-1]
+        ypos = np.arange(len(keys))[::-1].astype(float)
         resc = np.array([_num(kpis[k].get("rescaled")) for k in keys])
         raw = np.array([_num(kpis[k].get("raw")) for k in keys])
-        ax.barh(ypos, np.nan_to_num(resc), color="#5dade2", height=0.6, label="rescaled")
-        for y, k in zip(ypos, keys):
+        ax.barh(ypos + 0.12, np.nan_to_num(resc), color="#5dade2", height=0.42, label="rescaled (scored)")
+        ax.barh(ypos - 0.24, np.nan_to_num(raw), color="#d5d8dc", edgecolor="#7f8c8d", height=0.18,
+                label="raw (before rescaling)")
+        for y, k, r, v in zip(ypos, keys, raw, resc):
             ci = kpis[k].get("ci")
             if ci and len(ci) == 2 and None not in ci:
-                ax.plot(ci, [y, y], color="#1b2631", lw=1.5)
-                ax.plot(ci, [y, y], "|", color="#1b2631", ms=8)
-        ax.plot(raw, ypos, "D", color=ORANGE, ms=5, label="raw")
+                ax.plot(ci, [y + 0.12, y + 0.12], color="#1b2631", lw=1.5)
+                ax.plot(ci, [y + 0.12, y + 0.12], "|", color="#1b2631", ms=8)
+            ax.text(1.04, y, f"raw {_fmt(r)} → {_fmt(v)}", va="center", ha="left", fontsize=8,
+                    transform=ax.get_yaxis_transform(), clip_on=False)
         ax.set_yticks(ypos, [labels[k] for k in keys])
         ax.set_xlim(0, 1.02)
         ax.set_xlabel("KPI (0 = worst, 1 = best)")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8, frameon=False)
         return to_svg(fig)
 
 
-def reliability_chart(subsets: dict) -> str:
-    """Reliability diagrams: accuracy against mean confidence per bin, one panel per subset."""
+def reliability_chart(subsets: dict, min_samples: int = 25) -> str:
+    """Reliability diagrams: accuracy against mean confidence per bin, one panel per subset.
+
+    A bin whose accuracy is withheld (fewer than ``min_samples`` images, scoring.disclosure) is a
+    grey hatched bar labelled with its count, so that a panel of small bins does not look empty.
+    """
     with rc_context(RC):
         fig, axes = new_figure(10, 3.4, 1, max(len(subsets), 1))
         if not subsets:
@@ -99,9 +111,19 @@ def reliability_chart(subsets: dict) -> str:
             ok = ~np.isnan(conf)
             ax.plot(conf[ok], acc[ok], "o", color=KO_COLOUR, ms=4, label="(confidence, accuracy)")
             ax.plot([0, 1], [0, 1], "--", color=GREY, lw=1, label="perfect calibration")
-            for c, n in zip(centres, rel["count"]):
+            hidden = np.array([bool(n) and a is None for n, a in zip(rel["count"], rel["accuracy"])])
+            if hidden.any():
+                ax.bar(centres[hidden], np.ones(hidden.sum()), width=width * 0.9, color="#f2f3f4",
+                       edgecolor="#bdc3c7", hatch="//", label=f"n < {min_samples}: hidden")
+            for c, n, h in zip(centres, rel["count"], hidden):
                 if n:
-                    ax.text(c, 1.02, str(n), ha="center", va="bottom", fontsize=6, color=GREY)
+                    ax.text(c, 1.02, f"n={n}", ha="center", va="bottom", fontsize=7,
+                            color=GREY if h else "#1b2631")
+            filled = np.asarray(rel["count"]) > 0
+            if filled.any() and hidden[filled].all():
+                ax.text(0.5, 0.5, f"every bin holds fewer than {min_samples} images:\naccuracy hidden, counts shown",
+                        ha="center", va="center", transform=ax.transAxes, color="#5d6d7e", fontsize=8,
+                        bbox={"facecolor": "white", "edgecolor": "#d5dbdb"})
             ece = rel.get("ece")
             ece_txt = "n/a" if ece is None or not np.isfinite(ece) else f"{ece:.3f}"
             ax.set_title(f"{title} (n = {rel['n']}, ECE = {ece_txt})")
@@ -242,8 +264,7 @@ def trust_chart(trust: dict) -> str:
         ax.plot([0, 1, 2], [o["P"] for o in fused], "D", color="#1b2631", ms=5, label="projected P")
         ax.set_xticks([0, 1, 2], ["KO", "OK", "model"])
         ax.set_ylim(0, 1.1)
-        ax.set_title("fused")
-        ax.legend(loc="lower center", fontsize=7)
+        ax.set_title("fused (◆ projected P)")  # a title, not a legend box over the bars
         return to_svg(fig)
 
 

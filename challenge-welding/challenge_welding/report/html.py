@@ -96,7 +96,8 @@ def build_context(details: dict, frames: dict, config) -> dict:
     ctx["rocs"] = rocs
     ctx["charts"] = {
         "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
-        "reliability": chart("reliability", charts.reliability_chart, reliability),
+        "reliability": chart("reliability", charts.reliability_chart, reliability,
+                             config["disclosure"]["min_samples"]),
         "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"]),
         "roc": chart("roc", charts.roc_chart, rocs),
         "drift": chart("drift", charts.drift_chart, extras.get("drift")),
