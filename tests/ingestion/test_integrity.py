@@ -19,13 +19,6 @@ from challenge_welding.ingestion.run import ingest
 from ingestion_helpers import GOOD, expected, make_input_data, make_submission
 
 
-@pytest.fixture(autouse=True)
-def _beneath_the_sandbox(monkeypatch):
-    """These attacks test the layers beneath the sandbox (evaluator-side timing, the reaper,
-    the writer, memfd hand-over): they need the file access Landlock would refuse them, so
-    they run as on a kernel without it (test_sandbox.py covers the sandbox itself)."""
-    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
-
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux /proc")
 
 
@@ -113,8 +106,8 @@ def daemon():
         return
     try:
         os.setsid()
-    except PermissionError:  # the sandbox's seccomp filter keeps it in the group: the reaper
-        pass                 # must still find the orphan
+    except OSError:  # refused by the sandbox's seccomp filter: it stays in the child's group
+        pass
     if os.fork():
         os._exit(0)
     with open(PIDFILE, "w") as fh:
@@ -145,8 +138,12 @@ def forged_files(folder):
     return folder
 
 
-def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache):
+def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache, monkeypatch):
     from challenge_welding.constants import SET_NAMES
+
+    # these defences must hold without Landlock too (with it the writes are refused outright,
+    # and the component could not write its pid file: tests/ingestion/test_sandbox.py)
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
 
     # drift is absent from the input (skipped): a forged drift.parquet must not stay either
     data = make_input_data(tmp_path / "data", sets=[s for s in SET_NAMES if s != "drift"])
@@ -293,7 +290,10 @@ class MyAIComponent(AbstractAIComponent):
 '''
 
 
-def test_d_the_next_batch_cannot_be_seen_before_its_hand_over(tmp_path, env_cache):
+def test_d_the_next_batch_cannot_be_seen_before_its_hand_over(tmp_path, env_cache, monkeypatch):
+    # without Landlock (which would refuse the log file this component reports in): the
+    # decode-ahead must stay out of reach by itself
+    monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
     data = tmp_path / "data"
     (data / "performance" / "images").mkdir(parents=True)
     rows, colours = [], []

@@ -322,10 +322,9 @@ class Child:
         if sys.platform.startswith("linux"):
             # the sandbox keeps every process in the child's group: it must end empty
             timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
-            # the group's processes other than the child itself are the submission's leftovers
-            self.killed_processes += sum(1 for pid, (_pp, state) in
-                                         reaper.group_members(self.proc.pid).items()
-                                         if state != "Z" and pid != self.proc.pid)
+            self.killed_processes += sum(  # what the group kill ends, the child aside
+                1 for pid, (_ppid, state) in reaper.group_members(self.proc.pid).items()
+                if pid != self.proc.pid and state != "Z")
             self.survivors = reaper.end_group(self.proc.pid, timeout, skip=self.proc.pid)
             self.killed_processes += reaper.kill_tree(self.proc.pid, self._since, self._before,
                                                       group=self.proc.returncode is None,
