@@ -123,6 +123,8 @@ def extrapolate(ns, values, target: int) -> dict:
     ns, values = [int(v) for v in ns], [float(v) for v in values]
     if target in ns:
         return {"value": values[ns.index(target)], "how": "measured"}
+    if len(set(ns)) < 2:
+        return {"value": None, "how": "not extrapolated (one size: run --sizes with two or more)"}
     slope = loglog_slope(ns, values)
     if slope is not None and slope > SUPERLINEAR:
         last = int(np.argmax(ns))
@@ -154,8 +156,37 @@ class Stage:
     extra: dict = field(default_factory=dict)
 
 
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER), so that their CPU counts.
+
+    A stage's worker processes may not be its children (multiprocessing's forkserver starts
+    them, and outlives the stage's process without being waited for): as a subreaper we
+    reap them ourselves and add their rusage to the stage's. False where unsupported."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _reap_orphans(timeout: float = 10.0) -> list:
+    """rusages of the adopted descendants that exit within ``timeout`` after the stage's process."""
+    usages, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid, _, ru = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:  # nobody left
+            break
+        if pid == 0:
+            time.sleep(0.05)
+        else:
+            usages.append(ru)
+    return usages
+
+
 def run_stage(name: str, argv: list[str], output: Path, logs: Path, env=None) -> Stage:
-    """Run one stage's command, wait4 for it, and return its figures; a failure names its log."""
+    """Run one stage's command, wait4 for it (and its orphans), return its figures; a failure names its log."""
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / (name.replace(" ", "_").replace("/", "_") + ".log")
     t0 = time.perf_counter()
@@ -164,12 +195,14 @@ def run_stage(name: str, argv: list[str], output: Path, logs: Path, env=None) ->
         _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting
+    usages = [ru] + _reap_orphans()
+    user, system = sum(u.ru_utime for u in usages), sum(u.ru_stime for u in usages)
+    maxrss, oublock = max(u.ru_maxrss for u in usages), sum(u.ru_oublock for u in usages)
     if proc.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
         raise ChallengeError(f"rehearsal stage {name!r} failed (exit {proc.returncode}; log {log}): "
                              + " | ".join(tail))
-    return Stage(name, wall, ru.ru_utime + ru.ru_stime, ru.ru_utime, ru.ru_stime,
-                 ru.ru_maxrss / 1024, ru.ru_oublock * 512 / 1e6,
+    return Stage(name, wall, user + system, user, system, maxrss / 1024, oublock * 512 / 1e6,
                  tree_bytes(output) / 1e6 if Path(output).exists() else 0.0, str(output))
 
 
@@ -388,6 +421,7 @@ def run_rehearsal(workdir, sizes, mix=FULL_MIX, *, seed=0, runs=50, ko_share=0.0
     """Rehearse each size in turn, fit the growth, write the JSON (also after a failure)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    become_subreaper()
     json_path = Path(json_path) if json_path else workdir / "rehearsal.json"
     solutions = solution_folders(solutions or ("Solution-1", "Solution-1-no-trust") + NAIVE)
     result = {"machine": machine(), "mix": mix, "full_size": {"images": FULL_N, "mix": FULL_MIX},
@@ -402,8 +436,9 @@ def run_rehearsal(workdir, sizes, mix=FULL_MIX, *, seed=0, runs=50, ko_share=0.0
             if not keep:  # the figures are taken: free the disk for the next size
                 for sub in ("store", "data", "results", "predictions", "envs", "solutions"):
                     shutil.rmtree(work / sub, ignore_errors=True)
-        result["growth"] = growth(result["sizes"])
-        result["capacity"] = capacity(result["sizes"], result["growth"])
+        if len(result["sizes"]) >= 2:  # a growth needs two sizes at least
+            result["growth"] = growth(result["sizes"])
+            result["capacity"] = capacity(result["sizes"], result["growth"])
     finally:
         result["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
         json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
