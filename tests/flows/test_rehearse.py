@@ -64,6 +64,8 @@ def test_sets_scale_with_the_source_and_are_the_defaults_at_full_size():
 
 
 def tree_bytes(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
                if not os.path.islink(os.path.join(d, f)))
 
