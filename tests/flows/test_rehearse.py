@@ -19,7 +19,7 @@ import pytest
 from challenge_welding.data.build_sets import load_build_config
 from challenge_welding.errors import ChallengeError
 from challenge_welding.flows.rehearse import (FULL_N, affine_fit, extrapolate, loglog_slope, parse_mix,
-                                              scaled_build_config, stage_key)
+                                              scaled_build_config, scaled_with_floors, stage_key)
 
 
 def test_mix_is_a_resolution_and_its_half():
@@ -60,6 +60,13 @@ def test_sets_scale_with_the_source_and_are_the_defaults_at_full_size():
     half = scaled_build_config(FULL_N // 2, defaults)
     assert half["robustness"]["size"] == round(defaults["robustness"]["size"] * (FULL_N // 2) / FULL_N)
     assert scaled_build_config(10, defaults)["drift"]["size"] == 10  # the floor
+    cfg, floored = scaled_with_floors(FULL_N // 2, defaults)
+    assert floored == [] and cfg == half
+    _, floored = scaled_with_floors(60, defaults)  # 150 * 60 / 22753 = 0.4 -> floor 4
+    assert "robustness.size" in floored
+    # 2000 / 22753 = 0.088: robustness 13.2 -> 13, min KO 0.88 -> 1, drift 26.4 -> 26: no floor binds
+    cfg, floored = scaled_with_floors(2000, defaults)
+    assert floored == [] and (cfg["robustness"]["size"], cfg["drift"]["size"]) == (13, 26)
     assert stage_key("score 43 virtual") == "score virtual" and stage_key("ingest cnn-small") == "ingest cnn-small"
 
 

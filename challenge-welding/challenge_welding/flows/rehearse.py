@@ -84,13 +84,21 @@ def parse_mix(text: str) -> tuple[tuple[int, int], float]:
 
 def scaled_build_config(n: int, defaults: dict) -> dict:
     """The builder's config with its set sizes times ``n / FULL_N`` (floors in SCALED_KEYS)."""
+    return scaled_with_floors(n, defaults)[0]
+
+
+def scaled_with_floors(n: int, defaults: dict) -> tuple[dict, list[str]]:
+    """:func:`scaled_build_config` and the keys whose floor bound (sets not to scale there)."""
     import copy
 
-    cfg = copy.deepcopy(defaults)
+    cfg, floored = copy.deepcopy(defaults), []
     ratio = min(1.0, n / FULL_N)
     for section, key, floor in SCALED_KEYS:
-        cfg[section][key] = max(floor, int(round(cfg[section][key] * ratio)))
-    return cfg
+        scaled = int(round(cfg[section][key] * ratio))
+        if scaled < floor:
+            floored.append(f"{section}.{key}")
+        cfg[section][key] = max(floor, scaled)
+    return cfg, floored
 
 
 def loglog_slope(ns, values) -> float | None:
@@ -285,7 +293,8 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
             "int(sys.argv[5])), half_share=float(sys.argv[6]), ko_share=float(sys.argv[7]), progress=False)")
     stage("synth", [sys.executable, "-c", code, store, n, seed, *resolution, half_share, ko_share], store)
     config = work / "build_config.yaml"
-    config.write_text(yaml.safe_dump(scaled_build_config(n, load_build_config())))
+    build_config, floored = scaled_with_floors(n, load_build_config())
+    config.write_text(yaml.safe_dump(build_config))
     datasets = store / "challenge-welding" / "datasets"
     stage("build-sets", cli("build-sets", "--source", datasets / "synthetic", "--unseen-source",
                             datasets / "synthetic_unseen", "--ood-source", store / "ood_photos",
@@ -330,7 +339,7 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
           work, runs=len(outs))
     stages[-1].output_mb = sum(tree_bytes(p) for p in work.glob("leaderboard*")) / 1e6
     return {"n": n, "mix": mix, "resolution": list(resolution), "half_share": half_share,
-            "ko_share": ko_share, "runs": len(outs),
+            "ko_share": ko_share, "runs": len(outs), "floored": floored,
             "source_images": n, "eval_images": eval_images(data),
             "sizes_bytes": {"store": tree_bytes(store), "input_data": tree_bytes(data / "input_data"),
                             "reference_data": tree_bytes(data / "reference_data"),
@@ -484,6 +493,9 @@ def text_report(result: dict) -> str:
         over = [st["name"] for st in s["stages"] if st["name"].split()[0] in ("ingest", "score")
                 and st["wall_s"] > min(b["limits_s"].values())]
         lines.append(f"      ingestion and scoring steps over the phase limit: {', '.join(over) or 'none'}")
+        if s.get("floored"):
+            lines.append(f"      sets not to scale (a floor bound: {', '.join(s['floored'])}): the image "
+                         "counts' growth at this size is not the full size's")
     fit = result.get("growth")
     if fit:
         lines += ["", f"growth (log-log slope of each figure against the image count; 1 = linear) and "
