@@ -100,6 +100,15 @@ def cpu_seconds() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
+def usage() -> dict:
+    """CPU (user, system) and minor page faults of this process and of its waited-for children."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"parent user": a.ru_utime, "parent sys": a.ru_stime, "parent faults": a.ru_minflt,
+            "child user": b.ru_utime, "child sys": b.ru_stime, "child faults": b.ru_minflt}
+
+
 def decode_all_cores(paths, workers: int, rgb: bool) -> float:
     def one(p):
         if rgb:
@@ -184,6 +193,7 @@ def main(argv=None) -> int:
         cpu: dict[str, list[float]] = {}
         per_image: dict[str, list[float]] = {}  # median ms per image of each run
         overhead: list[float] = []
+        where: dict[str, list[dict]] = {}  # per-image CPU split and page faults of a run
         bs = args.batch_size
 
         def ingest_run(tag, cpu_s, **opts):
@@ -214,9 +224,11 @@ def main(argv=None) -> int:
                     ("ingest (b), 15 ms CPU/img", lambda: ingest_run(f"b{r}", PREDICT_S)),
                     ("ingest (b), decoding overlapped",
                      lambda: ingest_run(f"bo{r}", PREDICT_S, exclusive_predict="none"))):
-                c0 = cpu_seconds()
+                c0, u0 = cpu_seconds(), usage()
                 runs.setdefault(name, []).append(fn())
                 cpu.setdefault(name, []).append(cpu_seconds() - c0)
+                u1 = usage()
+                where.setdefault(name, []).append({k: (u1[k] - u0[k]) / args.n for k in u0})
         best = {k: min(v) for k, v in runs.items()}
         n = args.n
         t_dec, t_rgb = best["decode, all cores (imdecode)"], best["decode->RGB, all cores"]
@@ -230,6 +242,13 @@ def main(argv=None) -> int:
         print(f"\nper-image time, median of each run (ms): "
               + "; ".join(f"{k}: " + " ".join(f"{1000 * x:.2f}" for x in v)
                           for k, v in per_image.items()))
+        print("\nwhere the CPU goes, per image (ms; faults = minor page faults), least-CPU run:")
+        for name in ("decode->RGB, all cores", "ingest (a), predict at once",
+                     "ingest (a), one batch at a time"):
+            w = min(where[name], key=lambda d: d["parent user"] + d["parent sys"] + d["child user"]
+                    + d["child sys"])
+            print(f"  {name:34s} " + "  ".join(
+                f"{k} {v:.0f}" if "faults" in k else f"{k} {1000 * v:.2f}" for k, v in w.items()))
         ratio_a = (n / t_a) / (n / t_rgb)
         ratio_a1 = (n / best["ingest (a), one batch at a time"]) / (n / t_rgb)
         ratio_b = med["ingest (b)"] / med["alone"]

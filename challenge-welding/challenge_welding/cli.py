@@ -28,6 +28,7 @@ COMMANDS = {
     "demo": "demo",
     "bundle": "bundle",
     "dry-run": "dry_run",
+    "rehearse": "rehearse",
 }
 
 

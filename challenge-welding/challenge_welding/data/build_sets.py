@@ -337,7 +337,7 @@ def _round_robin(frame, k, rng, seams):
     """k row indices of ``frame``, as equal per seam as the seams allow (seam-balanced)."""
     pools = []
     for seam in seams:
-        idx = frame.index[frame["welding-seams"] == seam].to_numpy()
+        idx = frame.index[frame["welding-seams"] == seam].to_numpy(copy=True)  # may be read-only
         pools.append(list(rng.permutation(idx)))
     out = []
     while len(out) < k and any(pools):
