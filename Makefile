@@ -26,7 +26,9 @@ test: setup docs  ## the docs site (strict links), then the whole test suite (in
 	  echo "  installing Debian's chromium with apt-get (Debian 12: ~130 packages with its libraries, libgl1 among them)"; \
 	  echo "  not root? the script only prints how, and that test is skipped"; \
 	  bash scripts/install-chromium.sh; }
-	$(PY) -m pytest -n 2 -q tests
+	@# tests marked serial change the evaluator's own files (the hash check's test): alone first
+	$(PY) -m pytest -q -m serial tests
+	$(PY) -m pytest -n 2 -q -m "not serial" tests
 
 # The README is the front door: at most 250 lines; docs/ builds as a site, a broken link or anchor fails.
 docs: setup  ## build the docs site into .site/ (mkdocs --strict) and check the README's length

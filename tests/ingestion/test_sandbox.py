@@ -194,6 +194,7 @@ def _targets(tmp_path):
             "pth_line": f"import os; open({str(tmp_path / 'pth_ran')!r}, 'a').write('ran')\n"}
 
 
+@pytest.mark.serial
 @needs_landlock
 def test_setup_py_cannot_write_the_evaluator(tmp_path, input_data, env_cache, evaluator_files):
     before = sha256(EVALUATOR_MODULE)
@@ -217,6 +218,7 @@ for path, text in ((T["module"], "\\n# planted by load_model\\n"), (T["pth"], T[
 '''
 
 
+@pytest.mark.serial  # without Landlock it really changes the evaluator: no other run may watch
 @pytest.mark.parametrize("abi", [None, "0"])
 def test_child_cannot_change_the_evaluator_unseen(tmp_path, input_data, env_cache,
                                                    evaluator_files, monkeypatch, abi):
