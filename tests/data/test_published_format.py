@@ -115,7 +115,9 @@ def test_training_data_is_published_in_the_published_format(published, published
     src = _meta(source)
     # the source's columns, normalised: data_origin, ints, raw sha256; its extra column kept,
     # none of the unseen dataset's ("rig")
-    assert list(train.columns) == [c if c != "data-origin" else "data_origin" for c in src.columns]
+    # (synth's mask_path stays on the private side: no masks in training_data)
+    assert list(train.columns) == [c if c != "data-origin" else "data_origin" for c in src.columns
+                                   if c != "mask_path"]
     assert train["blur_level"].dtype == src["blur_level"].dtype
     assert set(train["comment"]) == {"kept as it is"}
     assert all(isinstance(w, (int, np.integer)) for r in train["resolution"] for w in r)
@@ -263,14 +265,14 @@ def test_holding_out_seams_of_the_source_by_config(synth, tmp_path):
 
 
 @pytest.mark.parametrize("override,cause", [
-    ({"ood_real": {"min_ood": 0}}, "build config: ood_real.min_ood must be >= 1, got 0"),
-    ({"drift": {"size": "abc"}}, "build config: drift.size must be an integer, got 'abc'"),
-    ({"performance": {"fraction": 1.5}}, "build config: performance.fraction must be in (0, 1), got 1.5"),
-    ({"jpeg_quality": 0}, "build config: jpeg_quality must be in [1, 100], got 0"),
-    ({"ood_synthetic": {"kinds": ["fog"]}}, "build config: ood_synthetic.kinds must be a non-empty list of"),
-    ({"robustness": {"levels": {"blur": [0, 6]}}}, "robustness.levels.blur must be distinct and non-zero"),
-    ({"unseen_seams": "c19"}, "build config: unseen_seams must be a list of seam names, got 'c19'"),
-    ({"in_domain_seams": ["c20"], "unseen_seams": ["c20"]}, "c20 are both in_domain_seams and unseen_seams"),
+    ({"ood_real": {"min_ood": 0}}, "key 'ood_real.min_ood' must be >= 1, got 0"),
+    ({"drift": {"size": "abc"}}, "key 'drift.size' must be a number, got 'abc'"),
+    ({"performance": {"fraction": 1.5}}, "key 'performance.fraction' must be < 1.0, got 1.5"),
+    ({"jpeg_quality": 0}, "key 'jpeg_quality' must be >= 1, got 0"),
+    ({"ood_synthetic": {"kinds": ["fog"]}}, "key 'ood_synthetic.kinds' must be a non-empty list of"),
+    ({"robustness": {"levels": {"blur": [0, 6]}}}, "key 'robustness.levels.blur' must be distinct and non-zero"),
+    ({"unseen_seams": "c19"}, "key 'unseen_seams' must be a list of seam names, got 'c19'"),
+    ({"in_domain_seams": ["c20"], "unseen_seams": ["c20"]}, "key 'unseen_seams' must not repeat in_domain_seams, got c20 in both"),
 ])
 def test_every_config_value_works_or_is_refused_in_one_line(tmp_path, override, cause):
     import yaml
@@ -279,7 +281,8 @@ def test_every_config_value_works_or_is_refused_in_one_line(tmp_path, override, 
     path.write_text(yaml.safe_dump(override))
     with pytest.raises(ChallengeError) as info:
         load_build_config(path)
-    assert cause in str(info.value) and "\n" not in str(info.value)
+    # the scoring config's style: the file, the key, what is expected, what was given
+    assert str(info.value).startswith(f"{path}: {cause}") and "\n" not in str(info.value)
 
 
 def test_the_command_line_refuses_a_config_in_one_line(synth, tmp_path):
@@ -289,4 +292,4 @@ def test_the_command_line_refuses_a_config_in_one_line(synth, tmp_path):
                           "--out", str(tmp_path / "out"), "--config", str(tmp_path / "cfg.yaml")],
                          capture_output=True, text=True)
     assert res.returncode == 2
-    assert res.stderr.strip() == "error: build config: ood_real.min_ood must be >= 1, got 0"
+    assert res.stderr.strip() == f"error: {tmp_path / 'cfg.yaml'}: key 'ood_real.min_ood' must be >= 1, got 0"
