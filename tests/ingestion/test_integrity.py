@@ -121,7 +121,7 @@ def daemon():
 
 def forged_files(folder):
     """Each set's expected answers with compute_time 0: the forgery a cheater would bring."""
-    from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
+    from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES
 
     folder.mkdir()
     for name in SET_NAMES:
@@ -135,7 +135,7 @@ def forged_files(folder):
 
 
 def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache):
-    from challenge_welding.constants import SET_NAMES
+    from challenge_welding.contract.names import SET_NAMES
 
     # drift is absent from the input (skipped): a forged drift.parquet must not stay either
     data = make_input_data(tmp_path / "data", sets=[s for s in SET_NAMES if s != "drift"])

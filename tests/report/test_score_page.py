@@ -9,14 +9,14 @@ import json
 import pytest
 import yaml
 
-from challenge_welding.constants import PRED_COLUMNS
+from challenge_welding.contract.names import PRED_COLUMNS
 
 REFERENCE_COLUMNS = ("sample_id", "class", "welding-seams", "perturbation", "level", "ood", "position")
 
 
 @pytest.fixture(scope="module")
 def scored(report_frames, scoring_config, tmp_path_factory):
-    score_mod = pytest.importorskip("challenge_welding.pipeline")
+    score_mod = pytest.importorskip("challenge_welding.flows.score")
     root = tmp_path_factory.mktemp("e2e")
     ref, pred, out = root / "reference_data", root / "predictions", root / "out"
     ref.mkdir()

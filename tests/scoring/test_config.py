@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SET_NAMES
+from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SET_NAMES
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.registry import (
+from challenge_welding.contract.registry import (
     BY_KEY, CRITERIA, KPIS, ROBUSTNESS_KEYS, kpi_criteria, lower_better_keys, metric_card_rows,
 )
 from challenge_welding.scoring.virtual import make_virtual

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, SCORE_KEYS, SET_NAMES
+from challenge_welding.contract.names import KPI_KEYS, SCORE_KEYS, SET_NAMES
 from challenge_welding.scoring.bootstrap import Resampler, bootstrap
 from challenge_welding.scoring.calibrate import calibrate
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.pipeline import score
+from challenge_welding.flows.score import score
 from challenge_welding.scoring.virtual import make_virtual
 
 CLI = [sys.executable, "-m", "challenge_welding"]
@@ -86,7 +86,7 @@ def test_undefined_cases_are_listed(reference_dir, tmp_path, kind, expected):
 
 def test_cli_score_success_and_failure(scored, reference_dir, tmp_path):
     _, pred, _ = scored
-    from challenge_welding import cli
+    from challenge_welding.commands import cli
 
     # success in-process (the page's imports are already loaded), failure as a real subprocess
     status = cli.main(["score", "--reference", str(reference_dir), "--predictions", str(pred),

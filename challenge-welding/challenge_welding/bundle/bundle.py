@@ -34,8 +34,8 @@ import yaml
 import challenge_welding
 from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S
 from challenge_welding.bundle.validate import validate_bundle
-from challenge_welding.constants import SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 
 # Files already compressed: stored as they are (deflating them again costs time, gains nothing).
 _STORED = {".jpeg", ".jpg", ".png", ".parquet", ".zip", ".whl", ".gz", ".npz", ".joblib"}

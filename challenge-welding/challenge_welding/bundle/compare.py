@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from challenge_welding.constants import SCORE_KEYS
+from challenge_welding.contract.names import SCORE_KEYS
 
 TIME_DEPENDENT_KEYS = ("score", "perf", "time_p95")
 

@@ -25,7 +25,7 @@ import yaml
 
 from challenge_welding.bundle import worker
 from challenge_welding.bundle.worker import Mount, StepFolders
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/podman/podman.sock")
 PODMAN_HINT = ("start Docker, or Podman's Docker-compatible service: `podman system service "

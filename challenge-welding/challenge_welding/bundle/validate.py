@@ -43,7 +43,7 @@ import yaml
 
 from challenge_welding.bundle import codabench_rules as cbr
 from challenge_welding.bundle.codabench_rules import cb
-from challenge_welding.constants import SCORE_KEYS, SET_NAMES
+from challenge_welding.contract.names import SCORE_KEYS, SET_NAMES
 
 
 class _Tree:
@@ -352,7 +352,7 @@ def _program_problems(tree: _Tree, rel: str, members: dict[str, int], what: str)
         if not members.get(script):
             out.append(f"{what} '{rel}': its command runs /app/program/{script}, "
                        "which the program does not contain")
-    if not members.get("vendor/challenge_welding/cli.py"):
+    if not members.get("vendor/challenge_welding/commands/cli.py"):
         out.append(f"{what} '{rel}': vendor/challenge_welding/ is missing (the package is "
                    "vendored so that the program runs on an image holding only the dependencies)")
     return out

@@ -26,7 +26,7 @@ def run(args):
 
     import pandas as pd
 
-    from challenge_welding.constants import SET_NAMES
+    from challenge_welding.contract.names import SET_NAMES
     from challenge_welding.data.build_sets import build_sets, training_meta_path
 
     t0 = time.time()

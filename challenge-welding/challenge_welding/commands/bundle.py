@@ -36,7 +36,7 @@ def add_arguments(parser):
 def run(args):
     from challenge_welding.bundle.bundle import make_bundle
     from challenge_welding.bundle.validate import validate_bundle
-    from challenge_welding.errors import ChallengeError
+    from challenge_welding.contract.errors import ChallengeError
 
     if args.check:
         problems = validate_bundle(args.check)

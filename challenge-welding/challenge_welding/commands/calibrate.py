@@ -4,7 +4,7 @@ HELP = "Compute the rescaling breakpoints from virtual solutions and write them 
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
+    from challenge_welding.contract.errors import exit_status_help
 
     parser.epilog = exit_status_help()
     parser.add_argument("--reference", required=True, metavar="DIR",

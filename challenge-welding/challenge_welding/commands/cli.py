@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from challenge_welding import __version__
-from challenge_welding.errors import ChallengeError, exit_status_help
+from challenge_welding.contract.errors import ChallengeError, exit_status_help
 
 # command name -> module under challenge_welding.commands
 COMMANDS = {

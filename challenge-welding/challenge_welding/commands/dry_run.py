@@ -50,7 +50,7 @@ def run(args):
     from challenge_welding.bundle.dry_run import parse_mount, run_dry_run
 
     if args.time_limit is not None and args.time_limit <= 0:
-        from challenge_welding.errors import ChallengeError
+        from challenge_welding.contract.errors import ChallengeError
 
         raise ChallengeError(f"--time-limit {args.time_limit}: must be a positive number of "
                              "seconds")

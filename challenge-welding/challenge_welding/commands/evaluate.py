@@ -4,7 +4,7 @@ HELP = "Ingest then score one submission (OUT/predictions, then OUT/scores.json 
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
+    from challenge_welding.contract.errors import exit_status_help
 
     parser.epilog = exit_status_help("the ingestion failed or its predictions cannot be scored")
     parser.add_argument("--submission", required=True, metavar="PATH", help="submission zip or folder")
@@ -24,8 +24,8 @@ def add_arguments(parser):
 def run(args):
     from pathlib import Path
 
-    from challenge_welding.constants import KPI_KEYS
-    from challenge_welding.evaluate import evaluate
+    from challenge_welding.contract.names import KPI_KEYS
+    from challenge_welding.flows.evaluate import evaluate
 
     scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
                       isolation=not args.no_isolation, draws=not args.no_draws)

@@ -20,7 +20,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
+    from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
     frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title,
                         significance=args.significance)

@@ -4,7 +4,7 @@ HELP = "Score predictions: the six trust KPIs, the leaderboard score and the det
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
+    from challenge_welding.contract.errors import exit_status_help
 
     parser.epilog = exit_status_help("its ingestion failed, or its predictions are missing, not the "
                                      "ingestion's, or invalid")
@@ -31,7 +31,7 @@ def run(args):
     import json
     from pathlib import Path
 
-    from challenge_welding.pipeline import score
+    from challenge_welding.flows.score import score
 
     score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
           traces=args.traces, draws_path=args.draws)

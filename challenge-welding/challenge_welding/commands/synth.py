@@ -1,6 +1,6 @@
 """Generate synthetic welds in the challenge's published format and layout."""
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 HELP = "Generate synthetic welds in the challenge's published format and layout (a storage root)."
 

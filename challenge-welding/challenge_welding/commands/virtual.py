@@ -4,8 +4,8 @@ HELP = "Write the predictions of a virtual reference solution."
 
 
 def add_arguments(parser):
-    from challenge_welding.constants import VIRTUAL_KINDS
-    from challenge_welding.errors import exit_status_help
+    from challenge_welding.contract.names import VIRTUAL_KINDS
+    from challenge_welding.contract.errors import exit_status_help
 
     parser.epilog = exit_status_help()
 

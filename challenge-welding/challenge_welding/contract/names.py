@@ -25,7 +25,7 @@ PRED_COLUMNS = (
 )
 
 # scores.json keys, in leaderboard order: read from the one registry of KPIs and criteria
-from challenge_welding.scoring.registry import CRITERIA_KEYS, KPI_KEYS  # noqa: E402
+from challenge_welding.contract.registry import CRITERIA_KEYS, KPI_KEYS  # noqa: E402
 
 SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
 

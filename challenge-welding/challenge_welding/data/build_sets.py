@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, SOURCE_META
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES, SOURCE_META
+from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("build_config.yaml")
 from challenge_welding.data.source import REQUIRED_COLUMNS  # noqa: E402

@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
@@ -94,8 +94,8 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
     from challenge_welding.data.build_sets import build_sets
     from challenge_welding.data.synth import generate_dataset, synth_output
-    from challenge_welding.evaluate import evaluate
-    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
+    from challenge_welding.flows.evaluate import evaluate
+    from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
     if not (SOLUTIONS / "Solution-1" / "train.py").is_file():
         raise ChallengeError(f"{SOLUTIONS} not found: the demo runs from a clone of the repository "

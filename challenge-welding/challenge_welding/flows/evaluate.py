@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 
 
 def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
@@ -23,7 +23,7 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     scorer), ChallengeError (exit 2) for bad data or options.
     """
     from challenge_welding.ingestion.run import ingest
-    from challenge_welding.pipeline import score
+    from challenge_welding.flows.score import score
     from challenge_welding.scoring.draws import draws_path
 
     submission, data, output = Path(submission), Path(data), Path(output)

@@ -11,9 +11,9 @@ import math
 import tempfile
 from pathlib import Path
 
-from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
-from challenge_welding.errors import ChallengeError
-from challenge_welding.scoring.registry import lower_better_keys
+from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.registry import lower_better_keys
 
 # Columns where a smaller value is better (costs, time, calibration errors): the criteria registry's.
 LOWER_BETTER = lower_better_keys()
@@ -163,7 +163,7 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     rank_lo, rank_hi and group columns, the matrices on the page and
     OUTPUT.pairwise.csv.
     """
-    from challenge_welding import leaderboard_significance as sig
+    from challenge_welding.scoring import leaderboard_significance as sig
 
     folders = [Path(f) for f in folders]
     names = list(names) if names else [f.resolve().name for f in folders]

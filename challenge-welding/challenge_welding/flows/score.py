@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.report.extras import compute_extras, sample_traces
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.scoring.extras import compute_extras, sample_traces
 from challenge_welding.report.html import render_report
 from challenge_welding.scoring import draws
 from challenge_welding.scoring.score import details_json, score_predictions, write_output

@@ -25,7 +25,7 @@ from multiprocessing.connection import Listener
 from multiprocessing.reduction import send_handle
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import child as proto
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion.protocol import BatchBuffer

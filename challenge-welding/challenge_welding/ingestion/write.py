@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from challenge_welding.constants import PRED_COLUMNS
+from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.provenance import sha256_bytes  # the hash the scorer checks
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.metrics import operational_cost
-from challenge_welding.scoring.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
+from challenge_welding.contract.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
 from . import charts
-from .extras import compute_extras
+from challenge_welding.scoring.extras import compute_extras
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config, validate_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import frames_from, read_reference

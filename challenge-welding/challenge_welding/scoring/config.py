@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, PERTURBATIONS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import KPI_KEYS, PERTURBATIONS
+from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_scoring.yaml")
 WEIGHT_SUM_TOL = 1e-9  # weight vectors that must sum to 1

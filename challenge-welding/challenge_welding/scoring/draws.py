@@ -3,7 +3,7 @@
 The bootstrap (scoring.bootstrap) draws its resamples from the reference data
 and the seed only, so two submissions scored on the same reference data with
 the same config share their resamples, and their per-resample values can be
-compared pairwise (challenge_welding.significance).
+compared pairwise (challenge_welding.scoring.significance).
 
 These values are kept out of the published scoring output: a participant
 downloads OUT/, and B values per KPI computed on resamples drawn with a public
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 
 DRAW_KEYS = ("score",) + KPI_KEYS
 SUFFIX = ".draws.npz"

@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
-from challenge_welding.constants import CLASSES, SET_NAMES
+from challenge_welding.contract.names import CLASSES, SET_NAMES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.disclosure import curve_steps, roc_points, sequence_bins
-from .reliability import reliability_bins
-from .retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
-from .trust_opinion import model_opinion
+from challenge_welding.scoring.reliability import reliability_bins
+from challenge_welding.scoring.retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
+from challenge_welding.scoring.trust_opinion import model_opinion
 
 UNCERTAINTY = "1 - max(p_KO, p_OK)"
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")

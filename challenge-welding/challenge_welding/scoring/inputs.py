@@ -3,7 +3,7 @@
 Every problem found is one line naming the set, the column and a sample id; all
 problems of all sets are gathered and raised together as one ChallengeError, so
 a participant fixes everything in one go. The rules of a row are
-``challenge_welding.prediction_rules`` (shared with the ingestion); recoverable
+``challenge_welding.contract.prediction_rules`` (shared with the ingestion); recoverable
 issues (probabilities off 1 by more than the tolerance, missing probabilities
 or OOD scores, negative OOD scores clipped to 0) become warnings.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError, SubmissionFailed
-from challenge_welding.prediction_rules import (
+from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
 from challenge_welding.scoring.provenance import (

@@ -3,7 +3,7 @@
 For the scored folders OUT given to ``leaderboard``, the per-resample values
 live in ``<OUT>.draws.npz`` (scoring.draws). Runs are compared only when their
 fingerprints are equal (same reference data, config, seed and B); the
-arithmetic is in challenge_welding.significance.
+arithmetic is in challenge_welding.scoring.significance.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring import draws as draws_io
-from challenge_welding.significance import ALPHA, LEVEL, Comparison, compare
+from challenge_welding.scoring.significance import ALPHA, LEVEL, Comparison, compare
 
 # how the page words "row beats column" for each metric
 VERBS = {

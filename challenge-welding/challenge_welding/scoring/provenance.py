@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.errors import SubmissionFailed
+from challenge_welding.contract.errors import SubmissionFailed
 
 REPORT_FILE = "ingestion.json"
 WORKER_METADATA = "metadata"  # written by Codabench's compute worker into the prediction output

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import CLASSES, STATES
+from challenge_welding.contract.names import CLASSES, STATES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
 

@@ -1,7 +1,7 @@
 """The scoring shell: read, verify, validate and compute scores.json and details.json.
 
 ``score_predictions`` gives the scores and the details (no file written);
-``challenge_welding.pipeline.score`` (the CLI's ``score``, ``evaluate`` and the
+``challenge_welding.flows.score.score`` (the CLI's ``score``, ``evaluate`` and the
 Codabench scoring program) writes them with the extras and the page. The
 numbers come from the functional core (``criteria.compute``); this module only
 does I/O and assembles ``details.json``. It never imports ``report``.
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.kpis import robustness_weights
 from challenge_welding.scoring.inputs import read_inputs
-from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
+from challenge_welding.contract.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
 SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
 
@@ -210,7 +210,7 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
 def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
     """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
 
-    ``challenge_welding.pipeline.score`` is the whole output (extras and the page too).
+    ``challenge_welding.flows.score.score`` is the whole output (extras and the page too).
     """
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     out = Path(output_dir)

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
 KO, OK, UNKNOWN = 0, 1, 2

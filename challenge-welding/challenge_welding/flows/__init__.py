@@ -1,0 +1,7 @@
+"""The pipeline's flows, one module per thing a user runs: score, evaluate, leaderboard, demo.
+
+Each flow strings together the engine's parts, top to bottom, with its files: it owns the
+order of the steps and what is written where, and computes nothing itself. A flow may
+import contract, scoring, data, ingestion and report; only the shells (``commands``,
+``bundle``) import a flow. The rule of every layer: tests/scoring/test_layers.py.
+"""
