@@ -1,5 +1,9 @@
 """Build the six evaluation sets (and calibrate the scoring config) from a source dataset."""
 
+import time
+
+from challenge_welding.contract.names import SET_NAMES
+
 HELP = "Build the six evaluation sets (and calibrate the scoring config) from a source dataset."
 
 
@@ -22,11 +26,9 @@ def add_arguments(parser):
 
 
 def run(args):
-    import time
-
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     import pandas as pd
 
-    from challenge_welding.contract.names import SET_NAMES
     from challenge_welding.data.build_sets import build_sets, training_meta_path
 
     t0 = time.time()

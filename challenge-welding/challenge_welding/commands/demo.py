@@ -13,6 +13,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.flows.demo import run_demo
 
     run_demo(args.workdir, quick=args.quick, seed=args.seed, n=args.n)

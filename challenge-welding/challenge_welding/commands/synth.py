@@ -30,6 +30,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.data.synth import generate_dataset
 
     out = generate_dataset(args.out, n=args.n, seed=args.seed,
