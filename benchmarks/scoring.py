@@ -222,7 +222,7 @@ def main():
 
         def page():
             details["extras"] = compute_extras(frames, config)
-            return render_report(details, frames, config)
+            return render_report(details, config)
 
         html, t3, m3 = measure(page)
         print(f"(3) page (extras + HTML):          {t3:6.2f} s   peak {m3:7.1f} MiB   ({len(html) / 1024:.0f} KiB)")

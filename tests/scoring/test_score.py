@@ -266,3 +266,16 @@ def test_undefined_cases_met_in_resamples_are_counted(uncalibrated_reference, tm
     counted = [r for r in notes.records if "resamples" in r]
     # every resample of a perfect answer keeps the hard decisions perfect: UOP's degenerate case each time
     assert [(r["metric"], r["set"], r["resamples"], r["of"]) for r in counted] == [("UOP", "performance", 120, 120)]
+
+
+def test_each_set_carries_its_operational_cost(reference_dir, tmp_path):
+    """details.json's per-set OP is the score's own: by hand from the set's costs, and the criterion op."""
+    from challenge_welding.scoring.score import score_frames
+
+    frames, _, _ = read_frames(reference_dir, make_virtual(reference_dir, "good", tmp_path / "pred"))
+    scores, details = score_frames(frames, load_config(reference_dir / "scoring.yaml"), with_bootstrap=False)
+    for name, s in details["sets"].items():
+        if "cost" in s:
+            assert s["op"] == pytest.approx((s["cost"] - s["cost_ideal"]) / (s["cost_human"] - s["cost_ideal"]),
+                                            rel=1e-9), name
+    assert details["sets"]["performance"]["op"] == pytest.approx(scores["op"], rel=1e-9)

@@ -54,7 +54,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     except Exception as exc:  # noqa: BLE001 - the extras never change the score: report the failure
         details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
     try:
-        page = render_report(details, config=scored.config)
+        page = render_report(details, scored.config)
     except Exception as exc:  # noqa: BLE001 - same for the page
         details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
         page = fallback_page(scores, exc)

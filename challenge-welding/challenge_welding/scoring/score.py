@@ -27,6 +27,7 @@ from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.kpis import robustness_weights
+from challenge_welding.scoring.metrics import operational_cost
 from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.contract.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
@@ -85,7 +86,8 @@ def _set_details(prep, result, hashes):
                                                    for i, s in enumerate(a.seam_names)}}
         if name in result["costs"]:
             cp, cs, ci, ch = (number(v) for v in result["costs"][name])
-            entry.update(cost=cp, cost_soft=cs, cost_ideal=ci, cost_human=ch)
+            # the set's OP by the score's own rule (metrics.operational_cost: 0 when C(human) <= C(ideal))
+            entry.update(cost=cp, cost_soft=cs, cost_ideal=ci, cost_human=ch, op=number(operational_cost(cp, ci, ch)))
             if name == "drift":
                 entry["cost_subset"] = "samples not labelled OOD"
         entry["sha256"] = hashes[name]["predictions"]
