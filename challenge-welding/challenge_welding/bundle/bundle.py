@@ -36,6 +36,7 @@ from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S
 from challenge_welding.bundle.validate import validate_bundle
 from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import atomic_path
 
 # Files already compressed: stored as they are (deflating them again costs time, gains nothing).
 _STORED = {".jpeg", ".jpg", ".png", ".parquet", ".zip", ".whl", ".gz", ".npz", ".joblib"}
@@ -353,14 +354,12 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
                   + "".join(f"# {k}: {_need_text(counts[k], needs[k])}\n" for k in counts))
         (stage / "competition.yaml").write_text(header + yaml.safe_dump(comp, sort_keys=False,
                                                                          allow_unicode=True))
-        tmp_zip = output_zip.with_name(output_zip.name + ".tmp")
-        with zipfile.ZipFile(tmp_zip, "w") as zf:
-            _add_tree(zf, stage)
-        problems = validate_bundle(tmp_zip)
-        if problems:
-            tmp_zip.unlink()
-            raise ChallengeError("the bundle is not valid:\n  - " + "\n  - ".join(problems))
-        os.replace(tmp_zip, output_zip)
+        with atomic_path(output_zip) as tmp_zip:  # the zip appears only once validated
+            with zipfile.ZipFile(tmp_zip, "w") as zf:
+                _add_tree(zf, stage)
+            problems = validate_bundle(tmp_zip)
+            if problems:
+                raise ChallengeError("the bundle is not valid:\n  - " + "\n  - ".join(problems))
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     size = output_zip.stat().st_size / 1e6

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
-from challenge_welding.scoring.provenance import sha256_bytes  # the hash the scorer checks
+from challenge_welding.contract.files import sha256_bytes, write_atomic  # the hash the scorer checks
 
 
 def frame(answers: SetAnswers) -> pd.DataFrame:
@@ -34,21 +33,6 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return buf.getvalue()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path``: complete or absent, never through a planted link."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)  # replaces a link at ``path`` itself, not its target
 
 
 def write_set(output: Path, answers: SetAnswers) -> tuple[str, str]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import atomic_path
 
 DRAW_KEYS = ("score",) + KPI_KEYS
 SUFFIX = ".draws.npz"
@@ -94,10 +95,9 @@ def save(path, draws: Draws, published_dir=None) -> Path:
     """Write ``draws`` to ``path`` (atomically); refuse a path inside ``published_dir``."""
     path = Path(path).resolve() if published_dir is None else check_unpublished(path, published_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
-             header=np.array(json.dumps(draws.header)), **draws.values)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
+                 header=np.array(json.dumps(draws.header)), **draws.values)
     return path
 
 

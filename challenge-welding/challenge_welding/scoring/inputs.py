@@ -10,7 +10,6 @@ or OOD scores, negative OOD scores clipped to 0) become warnings.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -22,11 +21,12 @@ import pandas as pd
 
 from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.files import sha256_bytes, sha256_file
 from challenge_welding.contract.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
 from challenge_welding.scoring.provenance import (
-    check_file, check_worker_metadata, provenance_of, read_report, sha256_bytes,
+    check_file, check_worker_metadata, provenance_of, read_report,
 )
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
@@ -37,14 +37,6 @@ REFERENCE_COLUMNS = {
     "robustness": ("perturbation", "level"),
     "ood_real": ("ood",), "ood_synthetic": ("ood",), "drift": ("ood", "position"),
 }
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _sample(ids, mask):

@@ -22,6 +22,7 @@ import numpy as np
 
 from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
@@ -170,9 +171,7 @@ def write_output(path, text: str):
     path = Path(path)
     if path.name == "metadata":
         raise ChallengeError("refusing to write a file named 'metadata' into the output")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
 
 
 def details_json(details: dict) -> str:

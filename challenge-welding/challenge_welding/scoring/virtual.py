@@ -41,6 +41,7 @@ import pandas as pd
 
 from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import atomic_path
 from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
 KO, OK, UNKNOWN = 0, 1, 2
@@ -176,9 +177,8 @@ def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in predictions.items():
-        tmp = out / f".{name}.parquet.tmp"
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(out / f"{name}.parquet")
+        with atomic_path(out / f"{name}.parquet") as tmp:
+            frame.to_parquet(tmp, index=False)
     # the same report as the ingestion's, manifest included: virtual predictions stay scorable
     info = {"status": "ok", "origin": "virtual", "virtual": kind, "seed": int(seed),
             "manifest": manifest_of(out, [f"{name}.parquet" for name in predictions]),
