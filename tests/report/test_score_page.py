@@ -24,7 +24,7 @@ def scored(report_frames, scoring_config, tmp_path_factory):
     for name, df in report_frames.items():
         df[[c for c in REFERENCE_COLUMNS if c in df.columns]].to_parquet(ref / f"{name}.parquet", index=False)
         df[list(PRED_COLUMNS)].to_parquet(pred / f"{name}.parquet", index=False)
-    config = json.loads(json.dumps(scoring_config))
+    config = scoring_config.as_dict()
     config["extras"]["bootstrap"]["n"] = 50  # intervals are not what this test checks
     (ref / "scoring.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     scores = score_mod.score(ref, pred, out, verify=False)  # hand-made predictions

@@ -63,18 +63,18 @@ def build_context(details: dict, config) -> dict:
         "score_ci": details.get("score_ci"),
         "warnings": list(details.get("warnings") or []),
         "kpi_rows": _kpi_rows(kpis, details.get("scores") or {}, details.get("criteria_ci") or {}, config),
-        "final_weights": config["final_weights"],
-        "bootstrap": config["extras"]["bootstrap"],
-        "rescaling_betas": (config["rescaling"]["beta1"], config["rescaling"]["beta2"]),
+        "final_weights": config.final_weights,
+        "bootstrap": config.extras.bootstrap,
+        "rescaling_betas": (config.rescaling.beta1, config.rescaling.beta2),
         "set_rows": _set_rows(details.get("sets") or {}),
-        "cost_matrix": config["cost"],
-        "seam_weights": config["seam_weights"],
-        "default_seam_weight": config["default_seam_weight"],
+        "cost_matrix": config.cost,
+        "seam_weights": config.seam_weights,
+        "default_seam_weight": config.default_seam_weight,
         "time": details.get("time") or {},
         "reliability": reliability,
         "robustness": details.get("robustness") or {},
-        "rob_weights": config["kpis"]["robustness"]["weights"],
-        "min_samples": config["disclosure"]["min_samples"],
+        "rob_weights": config.kpis.robustness.weights,
+        "min_samples": config.disclosure.min_samples,
         "extras": extras,
         "perf_extras": perf_extras,
         "undefined_cases": list(details.get("undefined_cases") or []) + [
@@ -204,8 +204,8 @@ def formula_markup(text: str):
 
 
 def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
-    betas = (config["rescaling"]["beta1"], config["rescaling"]["beta2"])
-    weights = config["final_weights"]
+    betas = (config.rescaling.beta1, config.rescaling.beta2)
+    weights = config.final_weights
     rows = []
     for key in KPI_KEYS:
         kpi = kpis.get(key) or {}

@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from challenge_welding import __version__
 from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path
+from challenge_welding.scoring.config import ScoringConfig
 
 DRAW_KEYS = ("score",) + KPI_KEYS
 SUFFIX = ".draws.npz"
@@ -40,7 +42,7 @@ def draws_path(output_dir) -> Path:
     return out.with_name(out.name + SUFFIX)
 
 
-def fingerprint(reference_sha256: dict, config: dict) -> str:
+def fingerprint(reference_sha256: dict, config: ScoringConfig) -> str:
     """sha256 over the reference files' hashes, the config (seed and B included) and the draw keys.
 
     Two runs are comparable resample by resample exactly when their
@@ -50,7 +52,7 @@ def fingerprint(reference_sha256: dict, config: dict) -> str:
     missing = [s for s in SET_NAMES if not reference_sha256.get(s)]
     if missing:
         raise ChallengeError(f"no hash of the reference file(s) {', '.join(missing)}: cannot fingerprint the draws")
-    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config,
+    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config.as_dict(),
                "keys": list(DRAW_KEYS)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -66,17 +68,15 @@ class Draws:
     path: Path | None = None
 
 
-def build(values: dict, scores: dict, reference_sha256: dict, config: dict) -> Draws:
+def build(values: dict, scores: dict, reference_sha256: dict, config: ScoringConfig) -> Draws:
     """Draws from the bootstrap's ``values`` and the scores.json content."""
-    boot = config["extras"]["bootstrap"]
+    boot = config.extras.bootstrap
     if not values:
         raise ChallengeError("no per-resample values: the bootstrap is off (extras.bootstrap.n = 0)")
-    from challenge_welding import __version__
-
-    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot["n"]),
-              "seed": int(boot["seed"]), "level": float(boot["level"]),
+    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot.n),
+              "seed": int(boot.seed), "level": float(boot.level),
               "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
-              "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+              "config_sha256": hashlib.sha256(json.dumps(config.as_dict(), sort_keys=True, default=str).encode()).hexdigest(),
               "version": __version__}
     return Draws({k: np.asarray(values[k], dtype=float) for k in DRAW_KEYS},
                  {k: float(scores[k]) for k in DRAW_KEYS}, header["fingerprint"], header)

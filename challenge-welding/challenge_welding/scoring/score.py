@@ -9,6 +9,7 @@ does I/O and assembles ``details.json``. It never imports ``report``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -24,7 +25,7 @@ from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, S
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import write_atomic
 from challenge_welding.scoring.bootstrap import bootstrap
-from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
+from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, ScoringConfig, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.kpis import robustness_weights
@@ -59,10 +60,10 @@ def _metric_card(config, config_file, hashes):
     metrics = metric_card_rows(config) + [
         {"name": "rescaling", "set": "all",
          "formula": "piecewise linear through (0,0), (alpha1,beta1), (alpha2,beta2), (1,1)",
-         "parameters": {"beta1": config["rescaling"]["beta1"], "beta2": config["rescaling"]["beta2"]}},
+         "parameters": {"beta1": config.rescaling.beta1, "beta2": config.rescaling.beta2}},
         {"name": "bootstrap", "set": "all",
          "formula": "percentile interval; resampling within each set, stratified by class and design cell",
-         "parameters": config["extras"]["bootstrap"]},
+         "parameters": dataclasses.asdict(config.extras.bootstrap)},
     ]
     versions = {"python": platform.python_version()}
     for mod in ("challenge_welding", "numpy", "pandas", "pyarrow", "yaml"):
@@ -113,9 +114,9 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
     scores = {"score": number(res["score"]), **{k: number(res["rescaled"][k]) for k in KPI_KEYS},
               **{k: c[k] for k in CRITERIA_KEYS}}
     assert tuple(scores) == SCORE_KEYS
-    boot_cfg = config["extras"]["bootstrap"]
+    boot_cfg = config.extras.bootstrap
     boot_cases = UndefinedCases()
-    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_cases)
+    ci = (bootstrap(prep, config, boot_cfg.n, boot_cfg.seed, boot_cfg.level, boot_cases)
           if with_bootstrap else None)
     if draws is not None and ci is not None:
         draws.update(ci["values"])
@@ -123,7 +124,7 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
     def interval(group, key):
         return None if ci is None else [number(v) for v in ci[group][key]]
 
-    weights = config["kpis"]["robustness"]["weights"]
+    weights = config.kpis.robustness.weights
     present = res["robustness_present"]
     used = robustness_weights(weights, present)  # the KPI's own renormalisation
     if len(present) < len(weights):
@@ -132,8 +133,8 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
                         f"{', '.join(present) or 'none'}")
     for kpi, mode in res["modes"].items():
         if mode == "unscaled":
-            a = config["rescaling"]["alpha"][kpi]
-            why = "not calibrated" if a["alpha1"] is None else "alpha2 <= alpha1 or alpha2 >= 1"
+            a = config.rescaling.alpha[kpi]
+            why = "not calibrated" if a.alpha1 is None else "alpha2 <= alpha1 or alpha2 >= 1"
             warnings.append(f"KPI {kpi} left unscaled ({why})")
     times = prep["performance"].time
     details = {
@@ -142,15 +143,15 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
         "scores": scores,
         "kpis": {k: {"raw": number(res["raw"][k]), "rescaled": scores[k], "ci": interval("rescaled", k),
                      "raw_ci": interval("raw", k),
-                     "alpha1": config["rescaling"]["alpha"][k]["alpha1"],
-                     "alpha2": config["rescaling"]["alpha"][k]["alpha2"],
-                     "rescaling": res["modes"][k], "weight": config["final_weights"][k],
+                     "alpha1": config.rescaling.alpha[k].alpha1,
+                     "alpha2": config.rescaling.alpha[k].alpha2,
+                     "rescaling": res["modes"][k], "weight": config.final_weights[k],
                      "criteria": {ck: c[ck] for ck in kpi_criteria(k)}} for k in KPI_KEYS},
         "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
         "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
         # ML per level published only for levels of >= min_samples samples (disclosure)
         "robustness": {x: {"levels": [number(v) for v in levels],
-                           "ml": hide_small(counts, config["disclosure"]["min_samples"],
+                           "ml": hide_small(counts, config.disclosure.min_samples,
                                             [number(v) for v in ml])[0],
                            "n": [int(k) for k in counts],
                            "r": c[ROBUSTNESS_KEYS[x]], "weight": number(used[x])}
@@ -161,7 +162,7 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
         "warnings": warnings,
         "extras": {},
         "metric_card": _metric_card(config, config_file, hashes or {}),
-        "config": config,
+        "config": config.as_dict(),
     }
     return scores, details
 
@@ -185,7 +186,7 @@ class Scored:
     scores: dict   # scores.json content
     details: dict  # details.json content (extras still empty)
     frames: dict   # the merged frames (for the extras)
-    config: dict   # the validated config
+    config: ScoringConfig  # the validated config
     draws: dict    # the bootstrap's per-resample values {"score": (B,), kpi: (B,)} (organisers only)
     reference_sha256: dict  # {set: sha256 of the reference file}, the draws' fingerprint
 
