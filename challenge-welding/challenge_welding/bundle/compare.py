@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from challenge_welding.contract.names import SCORE_KEYS
@@ -45,8 +46,6 @@ def compare_files(first: str | Path, second: str | Path, **kwargs) -> list[str]:
 
 
 def main(argv=None) -> int:
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m challenge_welding.bundle.compare FIRST.json SECOND.json",

@@ -431,21 +431,7 @@ def _check_phases(tree: _Tree, phases, task_indexes: set, problems: list[str]) -
         dates.append((start, end))
         if start and end and end <= start:
             problems.append(f"phase '{name}': ends ({end}) before it starts ({start})")
-        if "tasks" not in phase:
-            problems.append(cb(f"phase '{name}': no tasks",
-                               "Phases must contain at least one task to be valid"))
-        else:
-            tasks = phase["tasks"]
-            if not isinstance(tasks, list) or not tasks:
-                problems.append(f"phase '{name}': tasks {tasks!r} is empty (Codabench accepts it, "
-                                "but no submission can run)")
-            else:
-                unknown = [t for t in tasks if t not in task_indexes]
-                if unknown:
-                    problems.append(cb(f"phase '{name}': tasks {tasks} must list existing task "
-                                       f"indexes {sorted(task_indexes)}",
-                                       f"Unpacking the bundle failed. Here is the error log: "
-                                       f"{unknown[0]}"))
+        _check_phase_tasks(name, phase, task_indexes, problems)
         limit = phase.get("execution_time_limit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit <= 0):
@@ -459,6 +445,24 @@ def _check_phases(tree: _Tree, phases, task_indexes: set, problems: list[str]) -
                     problems.append(str(exc))
     cbr.check_phase_order(ordered, dates, problems)
     cbr.check_auto_migration(ordered, problems)
+
+
+def _check_phase_tasks(name: str, phase: dict, task_indexes: set, problems: list[str]) -> None:
+    if "tasks" not in phase:
+        problems.append(cb(f"phase '{name}': no tasks",
+                           "Phases must contain at least one task to be valid"))
+        return
+    tasks = phase["tasks"]
+    if not isinstance(tasks, list) or not tasks:
+        problems.append(f"phase '{name}': tasks {tasks!r} is empty (Codabench accepts it, "
+                        "but no submission can run)")
+        return
+    unknown = [t for t in tasks if t not in task_indexes]
+    if unknown:
+        problems.append(cb(f"phase '{name}': tasks {tasks} must list existing task "
+                           f"indexes {sorted(task_indexes)}",
+                           f"Unpacking the bundle failed. Here is the error log: "
+                           f"{unknown[0]}"))
 
 
 def _check_leaderboards(boards, problems: list[str]) -> None:

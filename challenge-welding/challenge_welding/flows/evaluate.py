@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.flows.score import score
+from challenge_welding.ingestion.run import ingest
+from challenge_welding.scoring.draws import draws_path
 
 
 def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
@@ -22,10 +25,6 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     submission fails (ingestion status not "ok", predictions refused by the
     scorer), ChallengeError (exit 2) for bad data or options.
     """
-    from challenge_welding.ingestion.run import ingest
-    from challenge_welding.flows.score import score
-    from challenge_welding.scoring.draws import draws_path
-
     submission, data, output = Path(submission), Path(data), Path(output)
     input_data, reference = data / "input_data", data / "reference_data"
     for folder in (input_data, reference):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from challenge_welding.contract.names import CLASSES, SET_NAMES
 from challenge_welding.scoring import metrics as m
@@ -191,8 +192,6 @@ def sample_traces(frames, config):
     Columns: set, sample_id, class, predicted_state, ood (label, -1 without one), uncertainty,
     misclassification, excess_cost (in the set's OP units, OOD-labelled rows: NaN), scores OOD.
     """
-    import pandas as pd
-
     parts = []
     for name, frame in frames.items():
         y = frame["class"].to_numpy().astype(str)

@@ -124,18 +124,8 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
     def interval(group, key):
         return None if ci is None else [number(v) for v in ci[group][key]]
 
-    weights = config.kpis.robustness.weights
-    present = res["robustness_present"]
-    used = robustness_weights(weights, present)  # the KPI's own renormalisation
-    if len(present) < len(weights):
-        warnings.append(f"perturbation types absent from the robustness set: "
-                        f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
-                        f"{', '.join(present) or 'none'}")
-    for kpi, mode in res["modes"].items():
-        if mode == "unscaled":
-            a = config.rescaling.alpha[kpi]
-            why = "not calibrated" if a.alpha1 is None else "alpha2 <= alpha1 or alpha2 >= 1"
-            warnings.append(f"KPI {kpi} left unscaled ({why})")
+    used = _robustness_weights_used(res, config, warnings)
+    _note_unscaled(res, config, warnings)
     times = prep["performance"].time
     details = {
         "score": scores["score"],
@@ -165,6 +155,25 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
         "config": config.as_dict(),
     }
     return scores, details
+
+
+def _robustness_weights_used(res, config, warnings) -> dict:
+    """The robustness weights the KPI used (renormalised over the types present; said in a warning)."""
+    weights = config.kpis.robustness.weights
+    present = res["robustness_present"]
+    if len(present) < len(weights):
+        warnings.append(f"perturbation types absent from the robustness set: "
+                        f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
+                        f"{', '.join(present) or 'none'}")
+    return robustness_weights(weights, present)  # the KPI's own renormalisation
+
+
+def _note_unscaled(res, config, warnings) -> None:
+    for kpi, mode in res["modes"].items():
+        if mode == "unscaled":
+            a = config.rescaling.alpha[kpi]
+            why = "not calibrated" if a.alpha1 is None else "alpha2 <= alpha1 or alpha2 >= 1"
+            warnings.append(f"KPI {kpi} left unscaled ({why})")
 
 
 def write_output(path, text: str):

@@ -42,6 +42,7 @@ import pandas as pd
 from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path
+from challenge_welding.scoring.inputs import read_reference
 from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
 KO, OK, UNKNOWN = 0, 1, 2
@@ -168,8 +169,6 @@ def virtual_predictions(references: dict, kind: str, seed: int = 0) -> dict:
 def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
     """Write PRED/<set>.parquet for the six sets and PRED/ingestion.json (status ok, origin
     "virtual", the manifest of the six files); return PRED."""
-    from challenge_welding.scoring.inputs import read_reference
-
     if kind not in VIRTUAL_KINDS:
         raise ChallengeError(f"unknown virtual solution kind {kind!r} (choose among {', '.join(VIRTUAL_KINDS)})")
     references = {name: read_reference(reference_dir, name) for name in SET_NAMES}
