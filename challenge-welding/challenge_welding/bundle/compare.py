@@ -23,7 +23,7 @@ def compare_scores(a: dict, b: dict, *, ignore=TIME_DEPENDENT_KEYS, rel_tol: flo
                    abs_tol: float = 1e-12) -> list[str]:
     """Differences between two scores.json dicts, one line each (empty: the same).
 
-    Both must hold exactly constants.SCORE_KEYS; keys in ``ignore`` are only
+    Both must hold exactly contract.names.SCORE_KEYS; keys in ``ignore`` are only
     checked to be finite numbers. Values are compared with ``math.isclose``
     (the tolerances absorb nothing but the last bits of a float).
     """

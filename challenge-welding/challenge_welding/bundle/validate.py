@@ -21,7 +21,7 @@ problem at once:
 - what Codabench accepts but would silently go wrong: a second leaderboard (only
   ``leaderboards[0]`` is attached to the phases), a phase that ends before it starts,
   an empty phase task list;
-- our own contracts: leaderboard keys == constants.SCORE_KEYS in order, primary
+- our own contracts: leaderboard keys == contract.names.SCORE_KEYS in order, primary
   column ``score``, no computed column, the six sets present, each program's
   metadata.yaml with a command whose script exists, the vendored package,
   ``docker_image`` set and ``enable_detailed_results`` on.

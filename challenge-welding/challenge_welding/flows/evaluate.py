@@ -1,4 +1,4 @@
-"""Evaluate one submission end to end: ingest it, then score its predictions (pipeline.score).
+"""Evaluate one submission end to end: ingest it, then score its predictions (flows.score).
 
 OUT/predictions/ holds the ingestion output (<set>.parquet, ingestion.json,
 logs); OUT/ holds scores.json, details.json and detailed_results.html. A
