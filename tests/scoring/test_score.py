@@ -128,7 +128,7 @@ def test_calibrate_writes_alphas_and_keeps_the_rest(uncalibrated_reference, tmp_
     written = (ref / "scoring.yaml").read_text()
     assert "# Scoring configuration" in written and "n: 200" in written  # comments and settings kept
     config = load_config(ref / "scoring.yaml")
-    assert config["rescaling"]["alpha"] == alphas
+    assert config.as_dict()["rescaling"]["alpha"] == alphas
     assert alphas["perf"]["alpha1"] == pytest.approx(0.4 * math.exp(-1), abs=1e-9)  # full UNKNOWN: OP=1, ML=0
     assert alphas["ood"]["alpha1"] == 0.5 and alphas["uncertainty"]["alpha1"] == 0.0
     assert all(a["alpha1"] < a["alpha2"] < 1 for a in alphas.values())
