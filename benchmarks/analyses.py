@@ -27,7 +27,7 @@ _spec = importlib.util.spec_from_file_location("bench_scoring", ROOT / "benchmar
 _bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bench)
 
-from challenge_welding.constants import KPI_KEYS  # noqa: E402
+from challenge_welding.contract.names import KPI_KEYS  # noqa: E402
 from challenge_welding.scoring.analyses.assemble import compute_analyses  # noqa: E402
 from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability  # noqa: E402
 from challenge_welding.scoring.calibrate import calibrate  # noqa: E402

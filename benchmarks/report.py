@@ -111,7 +111,7 @@ def main():
 
     from conftest import load_default_config, make_details, make_frames
 
-    from challenge_welding.report.extras import compute_extras
+    from challenge_welding.scoring.extras import compute_extras
     from challenge_welding.report.html import render_report
 
     config = load_default_config()
@@ -123,7 +123,7 @@ def main():
     extras, t1, m1 = measure(lambda: compute_extras(frames, config))
     print(f"(1) compute_extras:  {t1:6.2f} s   peak {m1:7.1f} MiB")
     details["extras"] = extras
-    html, t2, m2 = measure(lambda: render_report(details, frames, config))
+    html, t2, m2 = measure(lambda: render_report(details, config))
     print(f"(2) render_report:   {t2:6.2f} s   peak {m2:7.1f} MiB   ({len(html) / 1024:.0f} KiB)")
 
     t = time.perf_counter()

@@ -36,7 +36,7 @@ _fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixture)
 make_reference = _fixture.make_reference
 
-from challenge_welding.constants import PERTURBATIONS  # noqa: E402
+from challenge_welding.contract.names import PERTURBATIONS  # noqa: E402
 from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402
 from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
 from challenge_welding.scoring.config import load_config  # noqa: E402
@@ -217,12 +217,12 @@ def main():
         _, t2, m2 = measure(lambda: bootstrap(prep, config, n_boot=args.boot, seed=0))
         print(f"(2) bootstrap B={args.boot}:            {t2:6.2f} s   peak {m2:7.1f} MiB   (goal < 30 s)")
 
-        from challenge_welding.report.extras import compute_extras
+        from challenge_welding.scoring.extras import compute_extras
         from challenge_welding.report.html import render_report
 
         def page():
             details["extras"] = compute_extras(frames, config)
-            return render_report(details, frames, config)
+            return render_report(details, config)
 
         html, t3, m3 = measure(page)
         print(f"(3) page (extras + HTML):          {t3:6.2f} s   peak {m3:7.1f} MiB   ({len(html) / 1024:.0f} KiB)")

@@ -37,7 +37,7 @@ _spec = importlib.util.spec_from_file_location("scoring_benchmark", ROOT / "benc
 _scoring = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_scoring)
 
-from challenge_welding import leaderboard_significance as sig  # noqa: E402
+from challenge_welding.scoring import leaderboard_significance as sig  # noqa: E402
 from challenge_welding.scoring import draws as draws_io  # noqa: E402
 from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402
 from challenge_welding.scoring.calibrate import calibrate  # noqa: E402

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from challenge_welding import cli
-from challenge_welding.constants import SCORE_KEYS
+from challenge_welding.commands import cli
+from challenge_welding.contract.names import SCORE_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 import sys
 
-from challenge_welding.cli import main
+from challenge_welding.commands.cli import main
 
 sys.exit(main())

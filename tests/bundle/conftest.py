@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 N_PER_SET = 4

@@ -15,8 +15,8 @@ import yaml
 
 from challenge_welding.bundle.bundle import execution_time_limit, make_bundle
 from challenge_welding.bundle.validate import read_competition, validate_bundle
-from challenge_welding.constants import SCORE_KEYS, SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import SCORE_KEYS, SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 
 from .conftest import N_PER_SET, ROOT, make_tiny_data
 
@@ -67,14 +67,14 @@ def test_bundle_layout_and_contents(bundle_zip, tiny_data):
     assert inner["reference_data.zip"] == {f"{s}.parquet" for s in SET_NAMES} | {"scoring.yaml"}
     for prog, script in (("ingestion_program.zip", "ingestion.py"), ("scoring_program.zip",
                                                                      "score.py")):
-        assert {"metadata.yaml", script, "vendor/challenge_welding/cli.py",
+        assert {"metadata.yaml", script, "vendor/challenge_welding/commands/cli.py",
                 "vendor/challenge_welding/scoring/default_scoring.yaml"} <= inner[prog]
         assert not any("__pycache__" in n or n.endswith(".pyc") for n in inner[prog])
     kit = inner["starting_kit.zip"]
     assert {"README.md", "interface/challenge_welding/AIComponent_interface.py",
             "interface/challenge_welding/ai_component_interface.py", "Solution-1.zip",
             "Solution-1/challenge_solution/AIComponent.py", "scoring.yaml",
-            "challenge-welding/pyproject.toml", "challenge-welding/challenge_welding/cli.py",
+            "challenge-welding/pyproject.toml", "challenge-welding/challenge_welding/commands/cli.py",
             "ingestion_program/metadata.yaml", "scoring_program/score.py"} <= kit
     assert not any(n.startswith(("ingestion_program/vendor", "scoring_program/vendor"))
                    for n in kit)

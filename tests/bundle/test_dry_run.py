@@ -18,7 +18,7 @@ import yaml
 from challenge_welding.bundle import worker
 from challenge_welding.bundle.dry_run import parse_mount, sources_from_bundle
 from challenge_welding.bundle.worker import Mount, StepFolders
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 from .conftest import ROOT
 

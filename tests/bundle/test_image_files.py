@@ -9,7 +9,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from challenge_welding.bundle.compare import TIME_DEPENDENT_KEYS, compare_scores
-from challenge_welding.constants import SCORE_KEYS
+from challenge_welding.contract.names import SCORE_KEYS
 
 from .conftest import ROOT
 

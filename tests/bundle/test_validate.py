@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from challenge_welding.bundle.validate import validate_bundle
-from challenge_welding.constants import SCORE_KEYS
+from challenge_welding.contract.names import SCORE_KEYS
 
 
 def _edit(bundle_dir: Path, change) -> None:
@@ -281,7 +281,7 @@ def test_empty_terms_and_non_image_logo(bundle_dir):
     ("no metadata", "ingestion_program.zip", ("metadata.yaml",), None, "no metadata.yaml"),
     ("script missing", "scoring_program.zip", ("score.py",), None,
      "runs /app/program/score.py, which the program does not contain"),
-    ("not vendored", "ingestion_program.zip", ("vendor/challenge_welding/cli.py",), None,
+    ("not vendored", "ingestion_program.zip", ("vendor/challenge_welding/commands/cli.py",), None,
      "vendor/challenge_welding/ is missing"),
     ("set missing", "input_data.zip", ("drift/metadata.parquet",), None,
      "missing or empty drift/metadata.parquet"),

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, UNSEEN_SEAMS
+from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES, UNSEEN_SEAMS
 from challenge_welding.data import perturbations as pt
 from challenge_welding.data.build_sets import build_sets, training_meta_path
 from challenge_welding.data.source import photo_files
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from challenge_welding.commands.build_sets import parse_caps
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.data.build_sets import build_sets
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 # 5 + 6 + 6 + 4 ladder levels in data/build_config.yaml, plus the clean copy
 COPIES = 1 + 5 + 6 + 6 + 4
@@ -97,7 +97,7 @@ def test_bad_values_one_line_each():
 
 def test_cli_prints_the_table_and_writes_nothing(synth, tmp_path):
     out = tmp_path / "data"
-    run = subprocess.run([sys.executable, "-m", "challenge_welding.cli", "build-sets", "--source",
+    run = subprocess.run([sys.executable, "-m", "challenge_welding.commands.cli", "build-sets", "--source",
                           str(synth.source), "--unseen-source", str(synth.unseen), "--ood-source",
                           str(synth.ood), "--out", str(out), "--plan-only", "--max-per-set",
                           "drift=40,generalization=12", "--workers", "1"],

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.data.build_sets import build_sets, load_build_config, training_meta_path
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 SMALL = "robustness: {size: 40}\nood_synthetic: {size_per_class: 25}\ndrift: {size: 60}\n"
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.constants import IN_DOMAIN_SEAMS, SOURCE_COLUMNS, UNSEEN_SEAMS
+from challenge_welding.contract.names import IN_DOMAIN_SEAMS, SOURCE_COLUMNS, UNSEEN_SEAMS
 from challenge_welding.data.source import photo_files
 from challenge_welding.data.synth import generate_dataset
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 N, KO_SHARE, OOD_SHARE = 360, 0.3, 0.08  # as in conftest.py
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from challenge_welding.data.build_sets import load_build_config
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.flows.rehearse import (FULL_N, affine_fit, extrapolate, loglog_slope, parse_mix,
                                               scaled_build_config, scaled_with_floors, stage_key)
 

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 
 # setup.py of the starter kit's template: install_requires read from requirements.txt.
 SETUP_PY = """\

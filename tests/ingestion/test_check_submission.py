@@ -1,6 +1,6 @@
 """check-submission on real submission folders: each problem comes with its fix."""
 
-from challenge_welding import cli
+from challenge_welding.commands import cli
 from challenge_welding.ingestion.check import _requirement_findings, check_submission, missing_library_finding
 
 from ingestion_helpers import GOOD, make_submission

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding import cli
+from challenge_welding.commands import cli
 from challenge_welding.ingestion.run import ingest
 
 from ingestion_helpers import make_reference, make_submission

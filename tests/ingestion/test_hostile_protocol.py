@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding import cli
+from challenge_welding.commands import cli
 from challenge_welding.ingestion.run import ingest
 from challenge_welding.scoring.explainability_io import read_explainability
 
@@ -420,7 +420,7 @@ class MyAIComponent(AbstractAIComponent):
 def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, input_data,
                                                                    env_cache, change, monkeypatch):
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")  # as above: no Landlock
-    from challenge_welding.errors import SubmissionFailed
+    from challenge_welding.contract.errors import SubmissionFailed
     from challenge_welding.scoring.provenance import read_report
 
     image = input_data / "performance" / "images" / "per000.jpeg"

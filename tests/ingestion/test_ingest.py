@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion.run import ingest
 
 from ingestion_helpers import GOOD, REQUIREMENTS, expected, make_input_data, make_submission
@@ -461,7 +461,7 @@ def test_unusable_archives_fail_the_submission_not_the_evaluator(tmp_path, input
 
 def test_exit_codes_of_the_command(tmp_path, input_data, env_cache, monkeypatch):
     """0 = ok, 1 = the submission failed, 2 = bad input or usage (documented in --help)."""
-    from challenge_welding import cli
+    from challenge_welding.commands import cli
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(env_cache.parents[1]))
     good = make_submission(tmp_path / "good")

@@ -125,7 +125,7 @@ def daemon():
 
 def forged_files(folder):
     """Each set's expected answers with compute_time 0: the forgery a cheater would bring."""
-    from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
+    from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES
 
     folder.mkdir()
     for name in SET_NAMES:
@@ -139,7 +139,7 @@ def forged_files(folder):
 
 
 def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache, monkeypatch):
-    from challenge_welding.constants import SET_NAMES
+    from challenge_welding.contract.names import SET_NAMES
 
     # these defences must hold without Landlock too (with it the writes are refused outright,
     # and the component could not write its pid file: tests/ingestion/test_sandbox.py)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import challenge_welding
-from challenge_welding import cli
+from challenge_welding.commands import cli
 from challenge_welding.ingestion import sandbox
 from challenge_welding.ingestion.run import ingest
 

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import submission as sub
 
 from ingestion_helpers import make_submission

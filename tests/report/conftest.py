@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 import challenge_welding
+from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.metrics import seam_sample_weights
 
 CONFIG_PATH = Path(challenge_welding.__file__).parent / "scoring" / "default_scoring.yaml"
@@ -24,8 +24,8 @@ LEVELS = {"blur": [1, 2, 3, 4, 5], "luminance": [-0.6, -0.3, 0.3, 0.6],
           "rotation": [-30, -15, 15, 30], "translation": [5, 10, 20]}
 
 
-def load_default_config() -> dict:
-    return yaml.safe_load(CONFIG_PATH.read_text())
+def load_default_config():
+    return load_config(CONFIG_PATH)
 
 
 def _predictions(rng, y, difficulty, ood=None):
@@ -160,12 +160,12 @@ def make_details(frames: dict, config: dict) -> dict:
             "config_sha256": hashlib.sha256(CONFIG_PATH.read_bytes()).hexdigest(),
             "inputs_sha256": {k: v["sha256"] for k, v in sets.items()},
             "versions": {"challenge-welding": "1.1.0", "numpy": np.__version__}},
-        "config": config,
+        "config": config.as_dict(),
     }
 
 
 @pytest.fixture(scope="session")
-def scoring_config() -> dict:
+def scoring_config():
     return load_default_config()
 
 
@@ -182,7 +182,7 @@ def report_frames() -> dict:
 
 @pytest.fixture(scope="session")
 def report_details(report_frames, scoring_config) -> dict:
-    from challenge_welding.report.extras import compute_extras
+    from challenge_welding.scoring.extras import compute_extras
 
     details = make_details(report_frames, scoring_config)
     details["extras"] = compute_extras(report_frames, scoring_config)

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from challenge_welding.report.extras import compute_extras
-from challenge_welding.report.retention import retention_aucs
+from challenge_welding.scoring.extras import compute_extras
+from challenge_welding.scoring.retention import retention_aucs
 
 
 def test_extras_are_strict_json_and_cover_every_set(report_frames, scoring_config):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from challenge_welding.report.html import render_report
+from challenge_welding.scoring.extras import compute_extras
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 SECTIONS = ("kpis", "sets", "uncertainty", "robustness", "ood", "retention", "trust", "card")
@@ -19,7 +20,7 @@ CHART_COLOURS = {"ko red": (0xC0, 0x39, 0x2B), "green": (0x22, 0x99, 0x54), "bar
 
 @pytest.fixture(scope="module")
 def page(report_details, report_frames, scoring_config, tmp_path_factory):
-    html = render_report(report_details, report_frames, scoring_config)
+    html = render_report(report_details, scoring_config)
     path = tmp_path_factory.mktemp("page") / "detailed_results.html"
     path.write_text(html, encoding="utf-8")
     return html, path
@@ -52,7 +53,7 @@ def test_page_is_self_contained(page):
 
 def test_page_renders_with_missing_pieces(report_frames, scoring_config):
     # no details at all, no frames: still a page
-    html = render_report({}, {}, scoring_config)
+    html = render_report({}, scoring_config)
     assert 'id="card"' in html and "set absent" in html
     # only the performance set, no robustness/time/metric card, a KPI missing
     frames = {"performance": report_frames["performance"]}
@@ -61,7 +62,8 @@ def test_page_renders_with_missing_pieces(report_frames, scoring_config):
                "robustness": {"blur": {"levels": [], "ml": [], "r": None}}, "undefined_cases": [],
                "sets": {"performance": {"n": 4000, "n_KO": 248, "n_OK": 3752, "n_ood": None,
                                         "confusion": {}, "cost": None}}}
-    html = render_report(details, frames, None)
+    details["extras"] = compute_extras(frames, scoring_config)  # the scoring's part: the page only draws
+    html = render_report(details, scoring_config)
     assert "12.50" in html and "chart unavailable" not in html
     assert "no &#39;blur&#39; rows" in html or "no 'blur' rows" in html
     assert html.count("set absent") >= 5
@@ -95,7 +97,7 @@ def test_page_in_headless_chromium(page, tmp_path):
 
 def test_page_for_a_full_unknown_component(report_frames, scoring_config, details_factory):
     """All mass on UNKNOWN (0/0 binary probabilities, every uncertainty tied) and a single-class OOD set."""
-    from challenge_welding.report.extras import compute_extras
+    from challenge_welding.scoring.extras import compute_extras
 
     frames = {name: df.copy() for name, df in report_frames.items()}
     for df in frames.values():
@@ -110,7 +112,7 @@ def test_page_for_a_full_unknown_component(report_frames, scoring_config, detail
     # binary probability 0.5 -> bin 5 (RP 0.55) for both classes
     ko = perf["trust"]["classes"]["KO"]
     assert [b["n"] for b in ko["bins"]][5] == len(frames["performance"])
-    html = render_report(details, frames, scoring_config)
+    html = render_report(details, scoring_config)
     assert "chart unavailable" not in html
     assert "one OOD class only" in html
     # the extras' undefined cases reach the metric card
@@ -186,3 +188,15 @@ def test_small_reliability_bins_are_labelled_hidden_and_the_kpi_chart_writes_raw
     svg = charts.kpi_chart({"uncertainty": {"raw": 0.632, "rescaled": 0.901, "ci": [0.75, 0.9]}},
                            {"uncertainty": "Uncertainty"})
     assert "raw 0.632 → 0.901" in svg
+
+
+def test_page_shows_the_sets_operational_cost_it_is_given(scoring_config):
+    """The page draws the score's per-set OP, 0 included (C(human) = C(ideal)); it recomputes nothing."""
+    sets = {"performance": {"n": 40, "n_KO": 0, "n_OK": 40, "confusion": {}, "cost": 16.0, "cost_soft": 16.0,
+                            "cost_ideal": 16.0, "cost_human": 16.0, "op": 0.0},
+            "drift": {"n": 40, "n_KO": 4, "n_OK": 36, "confusion": {}, "cost": 1.0, "cost_ideal": 2.0,
+                      "cost_human": 3.0, "op": 0.123456}}
+    html = render_report({"sets": sets}, scoring_config)
+    perf = html[html.index('id="set-performance"'):html.index('id="set-drift"')]
+    assert "<td>0.000</td>" in perf
+    assert "<td>0.123</td>" in html[html.index('id="set-drift"'):]

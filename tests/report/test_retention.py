@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from challenge_welding.report.retention import (
+from challenge_welding.scoring.retention import (
     excess_cost_errors, misclassification_errors, retention_aucs, retention_curve, uncertainty_from_probs,
 )
 from challenge_welding.scoring.disclosure import curve_steps

@@ -9,14 +9,14 @@ import json
 import pytest
 import yaml
 
-from challenge_welding.constants import PRED_COLUMNS
+from challenge_welding.contract.names import PRED_COLUMNS
 
 REFERENCE_COLUMNS = ("sample_id", "class", "welding-seams", "perturbation", "level", "ood", "position")
 
 
 @pytest.fixture(scope="module")
 def scored(report_frames, scoring_config, tmp_path_factory):
-    score_mod = pytest.importorskip("challenge_welding.pipeline")
+    score_mod = pytest.importorskip("challenge_welding.flows.score")
     root = tmp_path_factory.mktemp("e2e")
     ref, pred, out = root / "reference_data", root / "predictions", root / "out"
     ref.mkdir()
@@ -24,7 +24,7 @@ def scored(report_frames, scoring_config, tmp_path_factory):
     for name, df in report_frames.items():
         df[[c for c in REFERENCE_COLUMNS if c in df.columns]].to_parquet(ref / f"{name}.parquet", index=False)
         df[list(PRED_COLUMNS)].to_parquet(pred / f"{name}.parquet", index=False)
-    config = json.loads(json.dumps(scoring_config))
+    config = scoring_config.as_dict()
     config["extras"]["bootstrap"]["n"] = 50  # intervals are not what this test checks
     (ref / "scoring.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     scores = score_mod.score(ref, pred, out, verify=False)  # hand-made predictions

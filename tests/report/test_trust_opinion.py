@@ -5,7 +5,7 @@ from functools import reduce
 import numpy as np
 import pytest
 
-from challenge_welding.report.trust_opinion import (
+from challenge_welding.scoring.trust_opinion import (
     bin_index, binary_probability, class_opinion, cumulative_fusion, model_opinion,
     opinion_from_evidence,
 )

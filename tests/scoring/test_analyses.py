@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_curve
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses import (annotators, breaking_points, cost_coverage, drift_delay,
                                                 localisation, ood_detail)
 from challenge_welding.scoring.analyses.assemble import localisation_section
@@ -249,7 +249,7 @@ def test_localisation_says_no_maps_and_no_masks():
 def test_expert_kpis_use_only_expert_rows(reference_maker, tmp_path):
     from challenge_welding.scoring.inputs import frames_from, read_reference
     from challenge_welding.scoring.virtual import make_virtual
-    from challenge_welding.constants import SET_NAMES
+    from challenge_welding.contract.names import SET_NAMES
 
     ref = reference_maker(tmp_path / "ref", n_perf=600, seed=2)
     make_virtual(ref, "good", tmp_path / "pred", seed=1)

@@ -1,34 +1,50 @@
 """Config loading and validation: every mistake is one clear error naming the file and the key."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, Disclosure, Ml, load_config, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_default_config_has_the_spec_defaults():
     c = load_config()
-    assert c["cost"]["KO"] == {"KO": 26.4, "OK": 3000.0, "UNKNOWN": 41.0}
-    assert c["cost"]["OK"] == {"KO": 30.0, "OK": 0.4, "UNKNOWN": 20.0}
-    assert c["seam_weights"] == {"c102": 0.2, "c20": 0.4, "c33": 0.4}
-    assert c["default_seam_weight"] == pytest.approx(1 / 3)
-    assert c["ml"] == {"beta": 1.0, "average": "binary", "pos_label": "KO", "zero_division": 0.0}
-    assert c["time"] == {"percentile": 95.0, "method": "linear"}
-    assert c["kpis"]["perf"] == {"alpha_op": 0.4, "alpha_ml": 0.6, "k_c": 1.0, "k_t": 12.0}
-    assert c["kpis"]["uncertainty"]["w_ko"] == 0.8 and c["kpis"]["uncertainty"]["ece_bins"] == 10
-    assert c["kpis"]["robustness"]["weights"] == {"blur": 0.3, "luminance": 0.3, "rotation": 0.2,
-                                                  "translation": 0.2}
-    assert c["kpis"]["ood"] == {"w_syn": 0.3, "w_real": 0.7}
-    assert c["kpis"]["generalization"]["k_op"] == 0.05 and c["kpis"]["drift"]["alpha_ood"] == 0.5
-    assert (c["rescaling"]["beta1"], c["rescaling"]["beta2"]) == (0.1, 0.9)
-    assert c["final_weights"] == {"perf": 0.3, "uncertainty": 0.15, "robustness": 0.25, "ood": 0.2,
-                                  "generalization": 0.05, "drift": 0.05}
-    assert c["extras"]["bootstrap"] == {"n": 1000, "seed": 0, "level": 0.95}
+    assert c.cost["KO"] == {"KO": 26.4, "OK": 3000.0, "UNKNOWN": 41.0}
+    assert c.cost["OK"] == {"KO": 30.0, "OK": 0.4, "UNKNOWN": 20.0}
+    assert c.seam_weights == {"c102": 0.2, "c20": 0.4, "c33": 0.4}
+    assert c.default_seam_weight == pytest.approx(1 / 3)
+    assert c.ml == Ml(beta=1.0, average="binary", pos_label="KO", zero_division=0.0)
+    assert (c.time.percentile, c.time.method) == (95.0, "linear")
+    assert dataclasses.asdict(c.kpis.perf) == {"alpha_op": 0.4, "alpha_ml": 0.6, "k_c": 1.0, "k_t": 12.0}
+    assert c.kpis.uncertainty.w_ko == 0.8 and c.kpis.uncertainty.ece_bins == 10
+    assert c.kpis.robustness.weights == {"blur": 0.3, "luminance": 0.3, "rotation": 0.2, "translation": 0.2}
+    assert (c.kpis.ood.w_syn, c.kpis.ood.w_real) == (0.3, 0.7)
+    assert c.kpis.generalization.k_op == 0.05 and c.kpis.drift.alpha_ood == 0.5
+    assert (c.rescaling.beta1, c.rescaling.beta2) == (0.1, 0.9)
+    assert c.rescaling.alpha["perf"].alpha1 is None
+    assert c.final_weights == {"perf": 0.3, "uncertainty": 0.15, "robustness": 0.25, "ood": 0.2,
+                               "generalization": 0.05, "drift": 0.05}
+    assert (c.extras.bootstrap.n, c.extras.bootstrap.seed, c.extras.bootstrap.level) == (1000, 0, 0.95)
+    assert (c.disclosure.min_samples, c.disclosure.points) == (25, 20)
+
+
+def test_config_is_frozen_and_round_trips_to_the_yaml():
+    c = load_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.kpis.perf.k_t = 0.0
+    assert c.as_dict() == yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    assert validate_config(c.as_dict()) == c
+
+
+def test_an_optional_section_left_out_takes_its_default(tmp_path):
+    raw = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text())
+    del raw["disclosure"]
+    assert validate_config(raw).disclosure == Disclosure(min_samples=25, points=20)
 
 
 def test_reference_data_copy_is_byte_identical():

@@ -1,5 +1,7 @@
 """The whole criteria engine against independent routes (scikit-learn, pandas, plain loops)."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -72,9 +74,9 @@ def test_ml_setting_switches_the_metric(frames, reference_dir):
     config = load_config(reference_dir / "scoring.yaml")
     perf = frames["performance"]
     y, p = perf["class"].astype(str), perf["predicted_state"].astype(str)
-    config["ml"]["average"] = "precision"
+    config = dataclasses.replace(config, ml=dataclasses.replace(config.ml, average="precision"))
     c = compute(prepare(frames, config), config)["criteria"]
     assert c["ml"] == pytest.approx(precision_score(y, p, labels=["KO"], average="macro", zero_division=0))
-    config["ml"]["average"] = "macro"
+    config = dataclasses.replace(config, ml=dataclasses.replace(config.ml, average="macro"))
     c = compute(prepare(frames, config), config)["criteria"]
     assert c["ml"] == pytest.approx(fbeta_score(y, p, beta=1.0, labels=["KO", "OK"], average="macro", zero_division=0))

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from challenge_welding import cli
+from challenge_welding.commands import cli
 from challenge_welding.scoring.virtual import make_virtual
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.inputs import read_frames
 from challenge_welding.scoring.virtual import make_virtual
 

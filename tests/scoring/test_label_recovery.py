@@ -32,10 +32,10 @@ import pytest
 import yaml
 from sklearn.metrics import roc_curve
 
-from challenge_welding.constants import PRED_COLUMNS, SET_NAMES
-from challenge_welding.report.retention import retention_curve
+from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES
+from challenge_welding.scoring.retention import retention_curve
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH
-from challenge_welding.pipeline import score
+from challenge_welding.flows.score import score
 
 MIN_SAMPLES = 25
 

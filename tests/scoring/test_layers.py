@@ -1,5 +1,10 @@
-"""Imports run one way: scoring -> data -> ingestion; scoring -> report; then pipeline -> commands/CLI
-(lazy imports included)."""
+"""The import rule of the package, stated once: the table LAYERS (docs/architecture.md points here).
+
+Each folder of challenge_welding is a layer; a layer imports only the layers listed for it
+(function-level imports included). Nothing else sits at the package root but the package's
+face (``__init__``, ``__main__``) and the participant interface under its two published
+import paths (docs/contracts.md).
+"""
 
 import ast
 from pathlib import Path
@@ -9,17 +14,22 @@ import pytest
 import challenge_welding
 
 PACKAGE = Path(challenge_welding.__file__).parent
-# a layer never imports these (higher layers)
-# scoring is the base; data may call it (build-sets ends by calibrating the score), the
-# ingestion may use both (the scorer's row rules and time percentile, the parquet writer);
-# report reads scoring only; the shell (pipeline, evaluate, commands, ...) sits on top.
-_SHELL = ("pipeline", "evaluate", "commands", "cli", "leaderboard", "demo", "bundle")
-FORBIDDEN = {
-    "scoring": ("data", "ingestion", "report") + _SHELL,
-    "data": ("ingestion", "report") + _SHELL,
-    "ingestion": ("report",) + _SHELL,
-    "report": ("data", "ingestion") + _SHELL,
+
+ENGINE = ("contract", "scoring", "data", "ingestion", "report")
+# layer -> the layers it may import (besides itself), bottom to top
+LAYERS = {
+    "contract": (),                                        # names, registry, prediction rules, errors, files
+    "scoring": ("contract",),                              # every number
+    "data": ("contract", "scoring"),                       # build-sets ends by calibrating the score
+    "ingestion": ("contract", "scoring", "data"),          # row rules, time percentile, parquet writer
+    "report": ("contract",),                               # draws what it is given
+    "bundle": ENGINE,                                      # the Codabench bundle, its limits, its dry run
+    "flows": ENGINE + ("bundle",),                         # one run, top to bottom (rehearse packs a bundle)
+    "commands": ENGINE + ("flows", "bundle"),              # shell: the command line
 }
+# the package root: its face and the participant interface (a numpy-only file copied into submissions)
+ROOT_MODULES = {"__init__.py", "__main__.py", "ai_component_interface.py", "AIComponent_interface.py"}
+ROOT_MAY_IMPORT = {"__main__": ("commands",), "AIComponent_interface": ("ai_component_interface",)}
 
 
 def _imports(path: Path):
@@ -31,22 +41,55 @@ def _imports(path: Path):
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolve against the file's package
                 base = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-node.level]
-                yield ".".join(base + ((node.module,) if node.module else ()))
+                module = ".".join(base + ((node.module,) if node.module else ()))
             else:
-                yield node.module or ""
+                module = node.module or ""
+            if module == "challenge_welding":  # from challenge_welding import x: x is the module
+                yield from (f"challenge_welding.{a.name}" for a in node.names)
+            else:
+                yield module
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_no_import_goes_up(layer):
-    files = sorted((PACKAGE / layer).glob("*.py"))
+def _target(name: str) -> str | None:
+    """The package part a dotted name lands in (a layer or a root module), None outside the package."""
+    parts = name.split(".")
+    if parts[0] != "challenge_welding" or len(parts) == 1:
+        return None
+    return None if parts[1].startswith("__") else parts[1]  # __version__: the package's face
+
+
+def _violations(path: Path, own: str, allowed) -> list:
+    return [(path.name, name) for name in _imports(path)
+            if (t := _target(name)) is not None and t != own and t not in allowed]
+
+
+def test_every_folder_has_a_row_and_nothing_else_is_loose():
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(LAYERS)
+    assert {p.name for p in PACKAGE.glob("*.py")} == ROOT_MODULES
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_a_layer_imports_only_what_its_row_allows(layer):
+    files = sorted((PACKAGE / layer).rglob("*.py"))
     assert files
-    bad = [(f.name, name) for f in files for name in _imports(f)
-           if any(name == f"challenge_welding.{up}" or name.startswith(f"challenge_welding.{up}.")
-                  for up in FORBIDDEN[layer])]
+    assert [v for f in files for v in _violations(f, layer, LAYERS[layer])] == []
+
+
+def test_the_root_imports_only_its_entry_points():
+    bad = [v for f in sorted(PACKAGE.glob("*.py")) for v in _violations(f, f.stem, ROOT_MAY_IMPORT.get(f.stem, ()))]
     assert bad == []
 
 
-def test_the_check_sees_a_lazy_import(tmp_path):
+def test_every_folder_says_what_it_owns_and_may_import():
+    for layer in LAYERS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert "import" in doc, layer
+
+
+def test_the_check_sees_a_lazy_import_and_a_from_package_import(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from challenge_welding.report.html import render_report\n")
-    assert "challenge_welding.report.html" in set(_imports(probe))
+    probe.write_text("def f():\n    from challenge_welding.report.html import render_report\n"
+                     "from challenge_welding import flows, __version__\nfrom challenge_welding.contract import names\n")
+    assert _violations(probe, "scoring", LAYERS["scoring"]) == [
+        ("probe.py", "challenge_welding.flows"), ("probe.py", "challenge_welding.report.html")]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from challenge_welding.errors import SubmissionFailed
+from challenge_welding.contract.errors import SubmissionFailed
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH
 from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.scoring.provenance import manifest_of
@@ -136,8 +136,8 @@ def test_scoring_program_refuses_unverified(tmp_path):
 
 
 def test_traces_go_outside_the_published_output(uncalibrated_reference, virtual_pred, tmp_path):
-    from challenge_welding.errors import ChallengeError
-    from challenge_welding.pipeline import score
+    from challenge_welding.contract.errors import ChallengeError
+    from challenge_welding.flows.score import score
 
     config = tmp_path / "fast.yaml"
     config.write_text(DEFAULT_CONFIG_PATH.read_text().replace("n: 1000, seed: 0", "n: 0, seed: 0"))

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SET_NAMES
-from challenge_welding.scoring.config import load_config
+from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SET_NAMES
+from challenge_welding.scoring.config import load_config, validate_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.scoring.registry import (
+from challenge_welding.contract.registry import (
     BY_KEY, CRITERIA, KPIS, ROBUSTNESS_KEYS, kpi_criteria, lower_better_keys, metric_card_rows,
 )
 from challenge_welding.scoring.virtual import make_virtual
@@ -74,8 +74,9 @@ def test_kpi_formulas_carry_the_config_coefficients():
     assert formulas["perf"] == "I_perf = (0.4 e^(-1 OP) + 0.6 ML) / (1 + 12 ln(1 + t))"
     assert formulas["ood"] == "I_ood = 0.3 AUROC_syn + 0.7 AUROC_real"
     assert formulas["robustness"] == "I_rob = 0.3 r_blur + 0.3 r_luminance + 0.2 r_rotation + 0.2 r_translation"
-    config["kpis"]["drift"]["k_op"] = 0.07
-    assert KPIS[-1].formula(config) == "I_drift = 0.5 e^(-0.07 OP_d) + 0.5 AUROC_d"
+    raw = config.as_dict()
+    raw["kpis"]["drift"]["k_op"] = 0.07
+    assert KPIS[-1].formula(validate_config(raw)) == "I_drift = 0.5 e^(-0.07 OP_d) + 0.5 AUROC_d"
 
 
 def test_set_functions_run_with_their_defaults(setup):

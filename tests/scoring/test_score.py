@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, SCORE_KEYS, SET_NAMES
+from challenge_welding.contract.names import KPI_KEYS, SCORE_KEYS, SET_NAMES
 from challenge_welding.scoring.bootstrap import Resampler, bootstrap
 from challenge_welding.scoring.calibrate import calibrate
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import read_frames
-from challenge_welding.pipeline import score
+from challenge_welding.flows.score import score
 from challenge_welding.scoring.virtual import make_virtual
 
 CLI = [sys.executable, "-m", "challenge_welding"]
@@ -86,7 +86,7 @@ def test_undefined_cases_are_listed(reference_dir, tmp_path, kind, expected):
 
 def test_cli_score_success_and_failure(scored, reference_dir, tmp_path):
     _, pred, _ = scored
-    from challenge_welding import cli
+    from challenge_welding.commands import cli
 
     # success in-process (the page's imports are already loaded), failure as a real subprocess
     status = cli.main(["score", "--reference", str(reference_dir), "--predictions", str(pred),
@@ -128,7 +128,7 @@ def test_calibrate_writes_alphas_and_keeps_the_rest(uncalibrated_reference, tmp_
     written = (ref / "scoring.yaml").read_text()
     assert "# Scoring configuration" in written and "n: 200" in written  # comments and settings kept
     config = load_config(ref / "scoring.yaml")
-    assert config["rescaling"]["alpha"] == alphas
+    assert config.as_dict()["rescaling"]["alpha"] == alphas
     assert alphas["perf"]["alpha1"] == pytest.approx(0.4 * math.exp(-1), abs=1e-9)  # full UNKNOWN: OP=1, ML=0
     assert alphas["ood"]["alpha1"] == 0.5 and alphas["uncertainty"]["alpha1"] == 0.0
     assert all(a["alpha1"] < a["alpha2"] < 1 for a in alphas.values())
@@ -266,3 +266,16 @@ def test_undefined_cases_met_in_resamples_are_counted(uncalibrated_reference, tm
     counted = [r for r in notes.records if "resamples" in r]
     # every resample of a perfect answer keeps the hard decisions perfect: UOP's degenerate case each time
     assert [(r["metric"], r["set"], r["resamples"], r["of"]) for r in counted] == [("UOP", "performance", 120, 120)]
+
+
+def test_each_set_carries_its_operational_cost(reference_dir, tmp_path):
+    """details.json's per-set OP is the score's own: by hand from the set's costs, and the criterion op."""
+    from challenge_welding.scoring.score import score_frames
+
+    frames, _, _ = read_frames(reference_dir, make_virtual(reference_dir, "good", tmp_path / "pred"))
+    scores, details = score_frames(frames, load_config(reference_dir / "scoring.yaml"), with_bootstrap=False)
+    for name, s in details["sets"].items():
+        if "cost" in s:
+            assert s["op"] == pytest.approx((s["cost"] - s["cost_ideal"]) / (s["cost_human"] - s["cost_ideal"]),
+                                            rel=1e-9), name
+    assert details["sets"]["performance"]["op"] == pytest.approx(scores["op"], rel=1e-9)

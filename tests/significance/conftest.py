@@ -37,7 +37,7 @@ def scored_runs(tmp_path_factory):
     import shutil
 
     from challenge_welding.scoring.draws import draws_path
-    from challenge_welding.pipeline import score
+    from challenge_welding.flows.score import score
     from challenge_welding.scoring.virtual import make_virtual
 
     base = tmp_path_factory.mktemp("signif")

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.leaderboard import leaderboard
-from challenge_welding.leaderboard_analyses import relative_to, weight_stability
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.leaderboard import leaderboard
+from challenge_welding.scoring.leaderboard_analyses import relative_to, weight_stability
 from challenge_welding.scoring import draws as draws_io
 
 

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.leaderboard import leaderboard
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.leaderboard import leaderboard
 from challenge_welding.scoring import draws as draws_io
 from challenge_welding.scoring.bootstrap import Resampler
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.criteria import SetArrays, set_criteria
-from challenge_welding.significance import compare, holm, letters, p_better, p_values, rank_intervals
+from challenge_welding.scoring.significance import compare, holm, letters, p_better, p_values, rank_intervals
 
 CLI = [sys.executable, "-m", "challenge_welding"]
 
@@ -142,7 +142,7 @@ def test_better_everywhere_gives_one(scored_runs):
 
 
 def test_deterministic_for_a_seed(scored_runs, tmp_path):
-    from challenge_welding.pipeline import score
+    from challenge_welding.flows.score import score
 
     ref, base = scored_runs["reference"], scored_runs["base"]
     again = tmp_path / "again"
@@ -180,14 +180,14 @@ def test_leaderboard_shows_the_comparisons(scored_runs, tmp_path):
     # the virtual reference rows are not compared: blank interval and group, no "nan"
     virtual = frame[frame["reference"]]
     assert len(virtual) == 9 and virtual["rank_lo"].isna().all() and virtual["group"].isna().all()
-    from challenge_welding.leaderboard import text_table
+    from challenge_welding.flows.leaderboard import text_table
 
     # a word, not a substring: the legend says "luminance"
     assert not re.search(r"\bnan\b", html, re.I) and not re.search(r"\bnan\b", text_table(frame), re.I)
 
 
 def test_refuses_runs_on_different_reference_data(scored_runs, small_reference, tmp_path):
-    from challenge_welding.pipeline import score
+    from challenge_welding.flows.score import score
     from challenge_welding.scoring.virtual import make_virtual
 
     other_ref = small_reference(tmp_path / "other" / "reference_data", seed=1)

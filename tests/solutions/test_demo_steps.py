@@ -1,7 +1,7 @@
 """The demo's resume logic: a step is reused only with the same parameters; a change redoes it
 and every later step."""
 
-from challenge_welding.demo import STEPS, Steps
+from challenge_welding.flows.demo import STEPS, Steps
 
 
 def test_markers_reuse_and_invalidate(tmp_path):

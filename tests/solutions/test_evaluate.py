@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.evaluate import evaluate
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.evaluate import evaluate
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "reference-solutions"
 

@@ -7,9 +7,9 @@ import sys
 import pandas as pd
 import pytest
 
-from challenge_welding.constants import SCORE_KEYS
-from challenge_welding.errors import ChallengeError
-from challenge_welding.leaderboard import colour, leaderboard, rank
+from challenge_welding.contract.names import SCORE_KEYS
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.leaderboard import colour, leaderboard, rank
 
 
 def _scored(folder, score, op=0.5):

@@ -1,1 +1,8 @@
-"""The Codabench competition bundle: build it (bundle.py) and check it (validate.py)."""
+"""The Codabench competition bundle: build it (bundle.py), check it (validate.py), dry-run it (dry_run.py).
+
+Above the engine, below the flows: it packs the programs, the package and the data into the
+bundle's zips, holds Codabench's limits and time model, and replays a worker's run on them. It
+may import the engine (contract, scoring, data, ingestion, report); the flows (``rehearse``
+packs a bundle, the leaderboard reads the time budget) and ``commands`` import it
+(tests/scoring/test_layers.py).
+"""

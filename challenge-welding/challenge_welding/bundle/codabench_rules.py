@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from dateutil import parser
+
 # Model field lengths (CharField max_length; the serializer says "Ensure this field has
 # no more than N characters.").
 MAX_COMPETITION_TITLE = 256       # competitions.Competition.title
@@ -108,8 +110,6 @@ def parse_date(value) -> dt.datetime | None:
         return value.replace(tzinfo=None)
     if isinstance(value, dt.date):
         return dt.datetime.combine(value, dt.time())
-    from dateutil import parser
-
     try:
         return parser.parse(str(value)).replace(tzinfo=None)
     except (ValueError, OverflowError) as exc:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
-from challenge_welding.constants import SCORE_KEYS
+from challenge_welding.contract.names import SCORE_KEYS
 
 TIME_DEPENDENT_KEYS = ("score", "perf", "time_p95")
 
@@ -22,7 +23,7 @@ def compare_scores(a: dict, b: dict, *, ignore=TIME_DEPENDENT_KEYS, rel_tol: flo
                    abs_tol: float = 1e-12) -> list[str]:
     """Differences between two scores.json dicts, one line each (empty: the same).
 
-    Both must hold exactly constants.SCORE_KEYS; keys in ``ignore`` are only
+    Both must hold exactly contract.names.SCORE_KEYS; keys in ``ignore`` are only
     checked to be finite numbers. Values are compared with ``math.isclose``
     (the tolerances absorb nothing but the last bits of a float).
     """
@@ -45,8 +46,6 @@ def compare_files(first: str | Path, second: str | Path, **kwargs) -> list[str]:
 
 
 def main(argv=None) -> int:
-    import sys
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m challenge_welding.bundle.compare FIRST.json SECOND.json",

@@ -13,6 +13,7 @@ mark it), and ChallengeError for bad input or an unreachable engine.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -23,9 +24,11 @@ from pathlib import Path
 
 import yaml
 
+import challenge_welding
 from challenge_welding.bundle import worker
+from challenge_welding.bundle.bundle import check_data, count_images, execution_time_limit, program_zip, zip_tree
 from challenge_welding.bundle.worker import Mount, StepFolders
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/podman/podman.sock")
 PODMAN_HINT = ("start Docker, or Podman's Docker-compatible service: `podman system service "
@@ -124,9 +127,6 @@ def sources_from_bundle(bundle_zip: Path, workdir: Path, phase_index: int = 0) -
 
 def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -> Sources:
     """A build-sets folder with the repository's programs, zipped as the bundle zips them."""
-    from challenge_welding.bundle.bundle import (check_data, count_images, execution_time_limit,
-                                                 program_zip, zip_tree)
-
     data_dir = data_dir.resolve()
     check_data(data_dir)
     repo = programs_root(repo)
@@ -143,8 +143,6 @@ def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -
 def programs_root(start: Path | None = None) -> Path:
     """The folder holding ingestion_program/ and scoring_program/ (the repository, or an
     unpacked starting kit): ``start``, else here or above, else above the package."""
-    import challenge_welding
-
     candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
     for cand in candidates:
         for p in [cand.resolve(), *cand.resolve().parents]:
@@ -157,8 +155,6 @@ def programs_root(start: Path | None = None) -> Path:
 
 def submission_zip(submission: Path, workdir: Path) -> Path:
     """The submission as the participant uploads it: a zip (a folder is zipped here)."""
-    from challenge_welding.bundle.bundle import zip_tree
-
     if submission.is_dir():
         return zip_tree(submission, workdir / "zips" / "submission.zip")
     if not submission.is_file():
@@ -172,7 +168,7 @@ class Engine:
     """The few Docker Engine API calls the worker makes (docker.APIClient, as it does)."""
 
     def __init__(self, url: str):
-        try:
+        try:  # an optional dependency (the [dry-run] extra): imported when a dry run starts
             import docker
         except ImportError:
             raise ChallengeError("the dry run needs the Docker SDK: pip install "
@@ -260,126 +256,178 @@ class Engine:
             pass
 
 
-def run_dry_run(*, submission: Path, out: Path, bundle: Path | None = None,
-                data: Path | None = None, image: str | None = None, phase: int = 0,
-                time_limit_s: int | None = None, no_network: bool = False,
-                wheelhouse: Path | None = None, url: str | None = None,
-                network_mode: str | None = None, mounts: list[Mount] = (),
-                data_dir: Path | None = None, uv_cache: Path | None = None,
-                repo: Path | None = None, keep: bool = False, log=print,
-                echo=print) -> DryRunResult:
-    """Both steps of the worker for one submission; outputs under ``out``."""
-    if (bundle is None) == (data is None):
-        raise ChallengeError("give --bundle bundle.zip or --data DATA (one of them)")
-    if wheelhouse is not None and not Path(wheelhouse).is_dir():
-        raise ChallengeError(f"--wheelhouse {wheelhouse}: no such folder")
-    out = Path(out).resolve()
-    if out.exists():
-        shutil.rmtree(out / "run", ignore_errors=True)
-        for name in ("predictions", "scores", "logs"):
-            shutil.rmtree(out / name, ignore_errors=True)
-    work = worker.make_folder(out / "run")
-    logs = worker.make_folder(out / "logs")
-    src = (sources_from_bundle(Path(bundle), work, phase) if bundle is not None
-           else sources_from_data(Path(data), work, repo))
-    sub = submission_zip(Path(submission).resolve(), work)
-    image = image or src.image
-    if not image:
-        raise ChallengeError("--image is required with --data (a bundle names its docker_image)")
-    limit = time_limit_s or worker.time_limit(src.phase_limit, private_queue=src.private_queue)
-    log(f"dry-run: image {image}, time limit {limit} s per step "
-        + ("(--time-limit)" if time_limit_s else
-           f"(phase {src.phase_name!r}: {src.phase_limit} s; "
-           + ("private queue)" if src.private_queue else
-              f"default queue: min({worker.DEFAULT_QUEUE_LIMIT_S}, phase))")))
-    if no_network and wheelhouse is None:
-        log("dry-run: warning: --no-network without --wheelhouse: the submission's "
-            "requirements cannot be installed")
-    if os.geteuid() != 0:
-        log(f"dry-run: note: the worker's folders are owned by uid {os.geteuid()}; Codabench's "
-            "worker runs as root. Under a rootful engine run the dry run as root; rootless "
-            "Podman maps the container's root to you.")
-    engine = Engine(engine_url(url))
-    engine.ensure_image(image, log)
-    extra = list(mounts)
-    if uv_cache is not None:
-        extra.append(Mount(str(worker.make_folder(Path(uv_cache).resolve())),
-                           "/var/cache/challenge-welding"))
-    data_dir = worker.make_folder(Path(data_dir).resolve() if data_dir else work / "data")
-    if wheelhouse is not None:  # its mount point inside the read-only /app/data
-        worker.make_folder(data_dir / "wheelhouse")
-    name = f"dry-run-{os.getpid()}"
-    opts = dict(image=image, data_dir=data_dir, name=name, network_disabled=no_network,
-                network_mode=network_mode, extra_mounts=extra)
+@dataclass
+class DryRunOptions:
+    """What ``dry-run`` was asked (the command's options)."""
 
-    # ---- prediction step
-    pred = StepFolders(work / "prediction")
-    worker.make_folder(pred.root)
-    worker.extract(sub, pred.program)
-    worker.extract(src.ingestion_program, pred.ingestion_program)
-    worker.extract(src.input_data, pred.input_data)
-    if worker.copy_submission_without_metadata(pred):
-        log("dry-run: the submission has no metadata.yaml: copied into the prediction output "
-            "(the worker does this), the ingestion runs it")
-    else:
-        log("dry-run: the submission has a metadata file: the worker runs its command as a "
-            "second container beside the ingestion")
-    try:
-        specs = worker.prediction_specs(pred, wheelhouse=Path(wheelhouse).resolve()
-                                        if wheelhouse else None, **opts)
-    except ValueError as exc:
-        return _finish(out, DryRunResult(1, str(exc), limit=limit), pred, None, keep, log)
-    log(f"== prediction step: {', '.join(s.name.split('_')[0] for s in specs)}")
-    step = engine.run_step(specs, limit, logs, echo)
-    result = DryRunResult(0, "", prediction=step, limit=limit)
-    _log_step(step, log)
-    if step.timed_out:
-        result.status, result.reason = 1, (f"Execution Time Limit exceeded. Limit was {limit} "
-                                           "seconds")
-        return _finish(out, result, pred, None, keep, log)
-    try:
-        worker.write_metadata(pred.output, exit_code=step.exit_codes.get("program"),
-                              elapsed=step.elapsed.get("program"),
-                              ingestion_exit_code=step.exit_codes.get("ingestion"),
-                              ingestion_elapsed=step.elapsed.get("ingestion"))
-    except FileExistsError as exc:
-        result.status, result.reason = 1, str(exc)
-        return _finish(out, result, pred, None, keep, log)
+    submission: Path
+    out: Path
+    bundle: Path | None = None
+    data: Path | None = None
+    image: str | None = None
+    phase: int = 0
+    time_limit_s: int | None = None
+    no_network: bool = False
+    wheelhouse: Path | None = None
+    url: str | None = None
+    network_mode: str | None = None
+    mounts: list = field(default_factory=list)
+    data_dir: Path | None = None
+    uv_cache: Path | None = None
+    repo: Path | None = None
+    keep: bool = False
 
-    # ---- scoring step (Codabench runs it whatever the ingestion's exit code)
-    sco = StepFolders(work / "scoring")
-    worker.make_folder(sco.root)
-    worker.extract(src.scoring_program, sco.program)
-    worker.extract(src.reference_data, sco.input / "ref")
-    worker.pass_output(pred.output, work / "prediction_result.zip", sco.input / "res")
-    opts.pop("network_disabled")
-    try:
-        spec = worker.scoring_spec(sco, network_disabled=no_network, **opts)
-    except ValueError as exc:
-        result.status, result.reason = 1, str(exc)
-        return _finish(out, result, pred, sco, keep, log)
-    log("== scoring step")
-    step = engine.run_step([spec], limit, logs, echo)
-    result.scoring = step
-    _log_step(step, log)
-    code = step.exit_codes.get("scoring")
-    if step.timed_out:
-        result.status, result.reason = 1, (f"Execution Time Limit exceeded. Limit was {limit} "
-                                           "seconds")
-    elif code != 0:
-        result.status, result.reason = 1, (f"Child task failed or non-zero return code "
-                                           f"(scoring program exit status {code})")
-    elif not (sco.output / "scores.json").is_file():
-        result.status, result.reason = 1, ("Could not find scores file, did the scoring program "
-                                           "output it?")
-    else:
-        import json
 
-        result.scores = json.loads((sco.output / "scores.json").read_text())
-        worker.write_metadata(sco.output, exit_code=code, elapsed=step.elapsed.get("scoring"),
-                              ingestion_exit_code=None, ingestion_elapsed=None)
-        result.reason = "scored"
-    return _finish(out, result, pred, sco, keep, log)
+class DryRun:
+    """One replayed run of the worker, in its steps (as Codabench's compute_worker):
+    ``prepare`` (folders, zips, image, limit, engine), ``predict`` (the prediction step),
+    ``score`` (the scoring step, run whatever the ingestion's exit code), ``push`` (the
+    outputs into OUT, the work folder removed). ``run`` does them in turn."""
+
+    def __init__(self, options: DryRunOptions, log=print, echo=print):
+        self.o, self.log, self.echo = options, log, echo
+        self.out = Path(options.out).resolve()
+        self.pred: StepFolders | None = None
+        self.sco: StepFolders | None = None
+
+    def run(self) -> DryRunResult:
+        self.prepare()
+        result = self.predict()
+        if result.status == 0:
+            result = self.score(result)
+        return self.push(result)
+
+    def prepare(self) -> None:
+        """Check the options, lay out OUT, fetch the zips and the image, start the engine."""
+        o = self.o
+        if (o.bundle is None) == (o.data is None):
+            raise ChallengeError("give --bundle bundle.zip or --data DATA (one of them)")
+        if o.wheelhouse is not None and not Path(o.wheelhouse).is_dir():
+            raise ChallengeError(f"--wheelhouse {o.wheelhouse}: no such folder")
+        if self.out.exists():
+            for name in ("run", "predictions", "scores", "logs"):
+                shutil.rmtree(self.out / name, ignore_errors=True)
+        self.work = work = worker.make_folder(self.out / "run")
+        self.logs = worker.make_folder(self.out / "logs")
+        src = self.src = (sources_from_bundle(Path(o.bundle), work, o.phase) if o.bundle is not None
+                          else sources_from_data(Path(o.data), work, o.repo))
+        self.submission = submission_zip(Path(o.submission).resolve(), work)
+        image = o.image or src.image
+        if not image:
+            raise ChallengeError("--image is required with --data (a bundle names its docker_image)")
+        self.limit = o.time_limit_s or worker.time_limit(src.phase_limit, private_queue=src.private_queue)
+        self._say_limits(image)
+        self.engine = Engine(engine_url(o.url))
+        self.engine.ensure_image(image, self.log)
+        extra = list(o.mounts)
+        if o.uv_cache is not None:
+            extra.append(Mount(str(worker.make_folder(Path(o.uv_cache).resolve())),
+                               "/var/cache/challenge-welding"))
+        data_dir = worker.make_folder(Path(o.data_dir).resolve() if o.data_dir else work / "data")
+        if o.wheelhouse is not None:  # its mount point inside the read-only /app/data
+            worker.make_folder(data_dir / "wheelhouse")
+        self.opts = dict(image=image, data_dir=data_dir, name=f"dry-run-{os.getpid()}",
+                         network_mode=o.network_mode, extra_mounts=extra)
+
+    def _say_limits(self, image: str) -> None:
+        o, src = self.o, self.src
+        self.log(f"dry-run: image {image}, time limit {self.limit} s per step "
+                 + ("(--time-limit)" if o.time_limit_s else
+                    f"(phase {src.phase_name!r}: {src.phase_limit} s; "
+                    + ("private queue)" if src.private_queue else
+                       f"default queue: min({worker.DEFAULT_QUEUE_LIMIT_S}, phase))")))
+        if o.no_network and o.wheelhouse is None:
+            self.log("dry-run: warning: --no-network without --wheelhouse: the submission's "
+                     "requirements cannot be installed")
+        if os.geteuid() != 0:
+            self.log(f"dry-run: note: the worker's folders are owned by uid {os.geteuid()}; Codabench's "
+                     "worker runs as root. Under a rootful engine run the dry run as root; rootless "
+                     "Podman maps the container's root to you.")
+
+    def predict(self) -> DryRunResult:
+        """The prediction step: the submission and the ingestion program over the input data."""
+        o, log = self.o, self.log
+        pred = self.pred = StepFolders(self.work / "prediction")
+        worker.make_folder(pred.root)
+        worker.extract(self.submission, pred.program)
+        worker.extract(self.src.ingestion_program, pred.ingestion_program)
+        worker.extract(self.src.input_data, pred.input_data)
+        if worker.copy_submission_without_metadata(pred):
+            log("dry-run: the submission has no metadata.yaml: copied into the prediction output "
+                "(the worker does this), the ingestion runs it")
+        else:
+            log("dry-run: the submission has a metadata file: the worker runs its command as a "
+                "second container beside the ingestion")
+        try:
+            specs = worker.prediction_specs(pred, wheelhouse=Path(o.wheelhouse).resolve() if o.wheelhouse else None,
+                                            network_disabled=o.no_network, **self.opts)
+        except ValueError as exc:
+            return DryRunResult(1, str(exc), limit=self.limit)
+        log(f"== prediction step: {', '.join(s.name.split('_')[0] for s in specs)}")
+        step = self.engine.run_step(specs, self.limit, self.logs, self.echo)
+        result = DryRunResult(0, "", prediction=step, limit=self.limit)
+        _log_step(step, log)
+        if step.timed_out:
+            result.status, result.reason = 1, f"Execution Time Limit exceeded. Limit was {self.limit} seconds"
+            return result
+        try:
+            worker.write_metadata(pred.output, exit_code=step.exit_codes.get("program"),
+                                  elapsed=step.elapsed.get("program"),
+                                  ingestion_exit_code=step.exit_codes.get("ingestion"),
+                                  ingestion_elapsed=step.elapsed.get("ingestion"))
+        except FileExistsError as exc:
+            result.status, result.reason = 1, str(exc)
+        return result
+
+    def score(self, result: DryRunResult) -> DryRunResult:
+        """The scoring step over the prediction output (Codabench runs it whatever the ingestion's exit code)."""
+        sco = self.sco = StepFolders(self.work / "scoring")
+        worker.make_folder(sco.root)
+        worker.extract(self.src.scoring_program, sco.program)
+        worker.extract(self.src.reference_data, sco.input / "ref")
+        worker.pass_output(self.pred.output, self.work / "prediction_result.zip", sco.input / "res")
+        try:
+            spec = worker.scoring_spec(sco, network_disabled=self.o.no_network, **self.opts)
+        except ValueError as exc:
+            result.status, result.reason = 1, str(exc)
+            return result
+        self.log("== scoring step")
+        step = result.scoring = self.engine.run_step([spec], self.limit, self.logs, self.echo)
+        _log_step(step, self.log)
+        code = step.exit_codes.get("scoring")
+        if step.timed_out:
+            result.status, result.reason = 1, f"Execution Time Limit exceeded. Limit was {self.limit} seconds"
+        elif code != 0:
+            result.status, result.reason = 1, (f"Child task failed or non-zero return code "
+                                               f"(scoring program exit status {code})")
+        elif not (sco.output / "scores.json").is_file():
+            result.status, result.reason = 1, "Could not find scores file, did the scoring program output it?"
+        else:
+            result.scores = json.loads((sco.output / "scores.json").read_text())
+            worker.write_metadata(sco.output, exit_code=code, elapsed=step.elapsed.get("scoring"),
+                                  ingestion_exit_code=None, ingestion_elapsed=None)
+            result.reason = "scored"
+        return result
+
+    def push(self, result: DryRunResult) -> DryRunResult:
+        """The step outputs into OUT/predictions and OUT/scores; the work folder removed unless --keep."""
+        out = self.out
+        if self.pred is not None and self.pred.output.is_dir():
+            shutil.copytree(self.pred.output, out / "predictions", dirs_exist_ok=True)
+        if self.sco is not None and self.sco.output.is_dir():
+            shutil.copytree(self.sco.output, out / "scores", dirs_exist_ok=True)
+        if not self.o.keep:
+            shutil.rmtree(out / "run", ignore_errors=True)
+        if result.status == 0:
+            self.log(f"== scores.json ({out / 'scores' / 'scores.json'}): score {result.scores.get('score')}")
+        else:
+            self.log(f"dry-run: the submission failed, as Codabench would mark it: {result.reason}")
+        return result
+
+
+def run_dry_run(*, log=print, echo=print, **options) -> DryRunResult:
+    """Both steps of the worker for one submission; outputs under ``out`` (options: DryRunOptions)."""
+    return DryRun(DryRunOptions(**options), log, echo).run()
 
 
 def _log_step(step: StepResult, log) -> None:
@@ -389,19 +437,3 @@ def _log_step(step: StepResult, log) -> None:
             + f" after {step.elapsed[kind]:.0f} s")
     if step.timed_out:
         log("== stopped at the time limit: the worker removes the containers")
-
-
-def _finish(out: Path, result: DryRunResult, pred: StepFolders, sco: StepFolders | None,
-            keep: bool, log) -> DryRunResult:
-    if pred.output.is_dir():
-        shutil.copytree(pred.output, out / "predictions", dirs_exist_ok=True)
-    if sco is not None and sco.output.is_dir():
-        shutil.copytree(sco.output, out / "scores", dirs_exist_ok=True)
-    if not keep:
-        shutil.rmtree(out / "run", ignore_errors=True)
-    if result.status == 0:
-        log(f"== scores.json ({out / 'scores' / 'scores.json'}): score "
-            f"{result.scores.get('score')}")
-    else:
-        log(f"dry-run: the submission failed, as Codabench would mark it: {result.reason}")
-    return result

@@ -7,6 +7,7 @@ from pathlib import Path
 
 def make_logo(path: str | Path, size_px: int = 256) -> Path:
     """Draw a weld bead between two plates with the three answers, write a square PNG."""
+    # imported here: the Agg backend must be chosen before pyplot loads, and only `bundle` draws a logo
     import matplotlib
 
     matplotlib.use("Agg")

@@ -21,7 +21,7 @@ problem at once:
 - what Codabench accepts but would silently go wrong: a second leaderboard (only
   ``leaderboards[0]`` is attached to the phases), a phase that ends before it starts,
   an empty phase task list;
-- our own contracts: leaderboard keys == constants.SCORE_KEYS in order, primary
+- our own contracts: leaderboard keys == contract.names.SCORE_KEYS in order, primary
   column ``score``, no computed column, the six sets present, each program's
   metadata.yaml with a command whose script exists, the vendored package,
   ``docker_image`` set and ``enable_detailed_results`` on.
@@ -43,7 +43,7 @@ import yaml
 
 from challenge_welding.bundle import codabench_rules as cbr
 from challenge_welding.bundle.codabench_rules import cb
-from challenge_welding.constants import SCORE_KEYS, SET_NAMES
+from challenge_welding.contract.names import SCORE_KEYS, SET_NAMES
 
 
 class _Tree:
@@ -352,7 +352,7 @@ def _program_problems(tree: _Tree, rel: str, members: dict[str, int], what: str)
         if not members.get(script):
             out.append(f"{what} '{rel}': its command runs /app/program/{script}, "
                        "which the program does not contain")
-    if not members.get("vendor/challenge_welding/cli.py"):
+    if not members.get("vendor/challenge_welding/commands/cli.py"):
         out.append(f"{what} '{rel}': vendor/challenge_welding/ is missing (the package is "
                    "vendored so that the program runs on an image holding only the dependencies)")
     return out
@@ -431,21 +431,7 @@ def _check_phases(tree: _Tree, phases, task_indexes: set, problems: list[str]) -
         dates.append((start, end))
         if start and end and end <= start:
             problems.append(f"phase '{name}': ends ({end}) before it starts ({start})")
-        if "tasks" not in phase:
-            problems.append(cb(f"phase '{name}': no tasks",
-                               "Phases must contain at least one task to be valid"))
-        else:
-            tasks = phase["tasks"]
-            if not isinstance(tasks, list) or not tasks:
-                problems.append(f"phase '{name}': tasks {tasks!r} is empty (Codabench accepts it, "
-                                "but no submission can run)")
-            else:
-                unknown = [t for t in tasks if t not in task_indexes]
-                if unknown:
-                    problems.append(cb(f"phase '{name}': tasks {tasks} must list existing task "
-                                       f"indexes {sorted(task_indexes)}",
-                                       f"Unpacking the bundle failed. Here is the error log: "
-                                       f"{unknown[0]}"))
+        _check_phase_tasks(name, phase, task_indexes, problems)
         limit = phase.get("execution_time_limit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit <= 0):
@@ -459,6 +445,24 @@ def _check_phases(tree: _Tree, phases, task_indexes: set, problems: list[str]) -
                     problems.append(str(exc))
     cbr.check_phase_order(ordered, dates, problems)
     cbr.check_auto_migration(ordered, problems)
+
+
+def _check_phase_tasks(name: str, phase: dict, task_indexes: set, problems: list[str]) -> None:
+    if "tasks" not in phase:
+        problems.append(cb(f"phase '{name}': no tasks",
+                           "Phases must contain at least one task to be valid"))
+        return
+    tasks = phase["tasks"]
+    if not isinstance(tasks, list) or not tasks:
+        problems.append(f"phase '{name}': tasks {tasks!r} is empty (Codabench accepts it, "
+                        "but no submission can run)")
+        return
+    unknown = [t for t in tasks if t not in task_indexes]
+    if unknown:
+        problems.append(cb(f"phase '{name}': tasks {tasks} must list existing task "
+                           f"indexes {sorted(task_indexes)}",
+                           f"Unpacking the bundle failed. Here is the error log: "
+                           f"{unknown[0]}"))
 
 
 def _check_leaderboards(boards, problems: list[str]) -> None:

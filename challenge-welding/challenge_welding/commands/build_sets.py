@@ -4,10 +4,10 @@ import time
 
 import pandas as pd
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.data.build_sets import (build_sets, format_size_table, load_build_config,
                                                 training_meta_path)
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 HELP = "Build the six evaluation sets (and calibrate the scoring config) from a source dataset."
 

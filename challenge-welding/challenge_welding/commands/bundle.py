@@ -1,5 +1,7 @@
 """Make the Codabench competition bundle zip."""
 
+from challenge_welding.contract.errors import ChallengeError
+
 HELP = "Make the Codabench competition bundle zip (checked by our validator before it is written)."
 
 
@@ -34,9 +36,9 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.bundle.bundle import make_bundle
     from challenge_welding.bundle.validate import validate_bundle
-    from challenge_welding.errors import ChallengeError
 
     if args.check:
         problems = validate_bundle(args.check)

@@ -1,11 +1,11 @@
 """Compute the rescaling breakpoints from virtual solutions and write them into scoring.yaml."""
 
+from challenge_welding.contract.errors import exit_status_help
+
 HELP = "Compute the rescaling breakpoints from virtual solutions and write them into scoring.yaml."
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
-
     parser.epilog = exit_status_help()
     parser.add_argument("--reference", required=True, metavar="DIR",
                         help="reference_data folder; its scoring.yaml is (re)written")
@@ -14,6 +14,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.scoring.calibrate import calibrate
 
     alphas = calibrate(args.reference, args.config)

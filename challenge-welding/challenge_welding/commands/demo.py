@@ -13,7 +13,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from challenge_welding.demo import run_demo
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    from challenge_welding.flows.demo import run_demo
 
     run_demo(args.workdir, quick=args.quick, seed=args.seed, n=args.n)
     return 0

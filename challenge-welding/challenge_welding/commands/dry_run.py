@@ -1,5 +1,9 @@
 """Replay Codabench's compute worker on a submission (Docker or Podman's Docker API)."""
 
+from pathlib import Path
+
+from challenge_welding.contract.errors import ChallengeError
+
 HELP = ("Replay Codabench's compute worker (prediction + scoring steps) on a submission, "
         "in containers through the Docker Engine API (Docker, or Podman's API service).")
 FAILED = "the replayed worker marks the submission failed: an ingestion or scoring step failed or timed out"
@@ -45,13 +49,10 @@ def add_arguments(parser):
 
 
 def run(args):
-    from pathlib import Path
-
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.bundle.dry_run import parse_mount, run_dry_run
 
     if args.time_limit is not None and args.time_limit <= 0:
-        from challenge_welding.errors import ChallengeError
-
         raise ChallengeError(f"--time-limit {args.time_limit}: must be a positive number of "
                              "seconds")
     result = run_dry_run(

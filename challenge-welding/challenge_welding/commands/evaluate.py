@@ -1,11 +1,14 @@
 """Ingest then score one submission."""
 
+from pathlib import Path
+
+from challenge_welding.contract.errors import exit_status_help
+from challenge_welding.contract.names import KPI_KEYS
+
 HELP = "Ingest then score one submission (OUT/predictions, then OUT/scores.json and the page)."
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
-
     parser.epilog = exit_status_help("the ingestion failed or its predictions cannot be scored")
     parser.add_argument("--submission", required=True, metavar="PATH", help="submission zip or folder")
     parser.add_argument("--data", required=True, metavar="DATA",
@@ -22,10 +25,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from pathlib import Path
-
-    from challenge_welding.constants import KPI_KEYS
-    from challenge_welding.evaluate import evaluate
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    from challenge_welding.flows.evaluate import evaluate
 
     scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
                       isolation=not args.no_isolation, draws=not args.no_draws)

@@ -1,5 +1,7 @@
 """Install a submission in an isolated environment and run it over the evaluation sets."""
 
+import argparse
+
 HELP = "Install a submission in an isolated environment and run it over the evaluation sets."
 EPILOG = """\
 exit status:
@@ -15,8 +17,6 @@ compute_time is measured by the evaluator (hand-over to answer), never by the su
 
 
 def add_arguments(parser):
-    import argparse
-
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--submission", required=True, metavar="PATH",
@@ -80,6 +80,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.ingestion.run import ingest
 
     report = ingest(

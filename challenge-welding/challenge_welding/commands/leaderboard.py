@@ -23,7 +23,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
     frame = leaderboard(args.folders, args.output, virtual_data=args.virtual, title=args.title,
                         significance=args.significance, baseline=args.baseline)

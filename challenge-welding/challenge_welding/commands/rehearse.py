@@ -5,7 +5,7 @@ HELP = ("Rehearse the competition on synthetic welds (synth, build-sets, bundle,
 
 
 def _ints(text):
-    from challenge_welding.errors import ChallengeError
+    from challenge_welding.contract.errors import ChallengeError
 
     try:
         return [int(v) for v in text.split(",") if v.strip()]

@@ -1,11 +1,14 @@
 """Score predictions: the six trust KPIs, the leaderboard score and the detailed results page."""
 
+import json
+from pathlib import Path
+
+from challenge_welding.contract.errors import exit_status_help
+
 HELP = "Score predictions: the six trust KPIs, the leaderboard score and the detailed results page."
 
 
 def add_arguments(parser):
-    from challenge_welding.errors import exit_status_help
-
     parser.epilog = exit_status_help("its ingestion failed, or its predictions are missing, not the "
                                      "ingestion's, or invalid")
     parser.add_argument("--reference", required=True, metavar="DIR",
@@ -31,10 +34,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    import json
-    from pathlib import Path
-
-    from challenge_welding.pipeline import score
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    from challenge_welding.flows.score import score
 
     score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
           traces=args.traces, draws_path=args.draws, baseline=args.baseline)

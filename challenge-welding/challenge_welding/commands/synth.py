@@ -1,6 +1,6 @@
 """Generate synthetic welds in the challenge's published format and layout."""
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 HELP = "Generate synthetic welds in the challenge's published format and layout (a storage root)."
 
@@ -30,6 +30,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.data.synth import generate_dataset
 
     out = generate_dataset(args.out, n=args.n, seed=args.seed,

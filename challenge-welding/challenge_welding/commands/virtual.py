@@ -1,12 +1,12 @@
 """Write the predictions of a virtual reference solution."""
 
+from challenge_welding.contract.errors import exit_status_help
+from challenge_welding.contract.names import VIRTUAL_KINDS
+
 HELP = "Write the predictions of a virtual reference solution."
 
 
 def add_arguments(parser):
-    from challenge_welding.constants import VIRTUAL_KINDS
-    from challenge_welding.errors import exit_status_help
-
     parser.epilog = exit_status_help()
 
     parser.add_argument("--reference", required=True, metavar="DIR", help="reference_data folder")
@@ -17,6 +17,7 @@ def add_arguments(parser):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.scoring.virtual import make_virtual
 
     out = make_virtual(args.reference, args.kind, args.output, seed=args.seed)

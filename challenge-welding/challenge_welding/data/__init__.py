@@ -1,0 +1,6 @@
+"""The evaluation data: the synthetic source dataset, the published-format reader and build-sets.
+
+Owns the six evaluation sets (input data without labels, reference data, the training split)
+and their calibration; it may import contract and scoring (build-sets ends by calibrating the
+score's rescaling; tests/scoring/test_layers.py).
+"""

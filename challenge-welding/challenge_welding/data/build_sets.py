@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES, SOURCE_META
+from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES, SOURCE_META
 from challenge_welding.data import perturbations as pt
 from challenge_welding.data.parallel import run_parallel
 from challenge_welding.data.parquet_io import write_parquet
@@ -38,7 +38,7 @@ from challenge_welding.data.source import (
     PHOTO_SUFFIXES, REQUIRED_COLUMNS, dataset_path, file_candidates, find_meta, missing_file_cause,
     normal_resolution, normal_sha256, normalise_columns, parse_timestamp, photo_files, published_path)
 from challenge_welding.data.synth import MASK_COLUMN
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.calibrate import calibrate
 # the scoring config's schema engine: one validation style for both configs
 from challenge_welding.scoring.config import Optional, _err, _num, _validate

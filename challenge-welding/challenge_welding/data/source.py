@@ -18,8 +18,8 @@ import re
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from challenge_welding.constants import SOURCE_META
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import SOURCE_META
+from challenge_welding.contract.errors import ChallengeError
 
 DATASETS_PREFIX = ("challenge-welding", "datasets")
 REQUIRED_COLUMNS = ("sample_id", "class", "welding-seams", "path", "sha256")

@@ -30,7 +30,7 @@ import numpy as np
 
 from challenge_welding.data.parallel import run_parallel
 from challenge_welding.data.render import render_weld_and_mask
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 IN_DOMAIN_SHARES = {"c102": 0.39, "c20": 0.22, "c33": 0.39}
 UNSEEN = ("c19", "c34", "c101")
@@ -195,7 +195,7 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
     unseen seams (c19, c34, c101: the second dataset), ``ood_share`` of real-OOD photos
     (the photo folder), ``half_share`` of half-resolution images.
     """
-    from challenge_welding.constants import SOURCE_META
+    from challenge_welding.contract.names import SOURCE_META
     from challenge_welding.data.parquet_io import write_parquet
     from challenge_welding.data.source import dataset_path, published_path
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 REPO = Path(__file__).resolve().parents[3]
 SOLUTIONS = REPO / "reference-solutions"
@@ -244,8 +244,8 @@ def score_virtuals(reference: str, root: str, predictions: str, count: int, seed
     """Stage body (run in its own process): ``count`` virtual solutions, each scored with its
     page and draws, kinds in turn and seeds counting up, as ``root/virtual-<kind>-s<seed>``
     (their predictions in ``predictions/``)."""
-    from challenge_welding.constants import VIRTUAL_KINDS
-    from challenge_welding.pipeline import score
+    from challenge_welding.contract.names import VIRTUAL_KINDS
+    from challenge_welding.flows.score import score
     from challenge_welding.scoring.draws import draws_path
     from challenge_welding.scoring.virtual import make_virtual
 
@@ -270,7 +270,7 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
     Long because it is the pipeline itself, one stage after the other, top to bottom.
     """
     from challenge_welding.data.build_sets import load_build_config
-    from challenge_welding.demo import no_trust_copy
+    from challenge_welding.flows.demo import no_trust_copy
     from challenge_welding.scoring.draws import draws_path
 
     resolution, half_share = parse_mix(mix)

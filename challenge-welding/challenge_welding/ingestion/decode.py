@@ -19,7 +19,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
 
 

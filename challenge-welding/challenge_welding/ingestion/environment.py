@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
 from challenge_welding.ingestion.sandbox import Sandbox

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import child as proto
 from challenge_welding.ingestion import reaper, wire
 from challenge_welding.ingestion.protocol import BatchBuffer

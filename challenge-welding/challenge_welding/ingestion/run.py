@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import challenge_welding
-from challenge_welding.constants import INPUT_COLUMNS, SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub

@@ -9,7 +9,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 
 PACKAGE = "challenge_solution"
 COMPONENT_FILE = f"{PACKAGE}/AIComponent.py"

@@ -3,7 +3,7 @@
 Pure functions over plain Python values and numpy arrays (the child has
 already turned numbers into float64 arrays and other values into plain lists, see
 ``child.to_plain``; numpy input is accepted here too). The rules of a row are
-``challenge_welding.prediction_rules``, shared with the scoring; here: the
+``challenge_welding.contract.prediction_rules``, shared with the scoring; here: the
 structure of predict()'s output (a dict; lists, one entry per image; three
 numbers per probability row), and a length that differs from the batch size
 is an error.
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from challenge_welding.constants import STATES
-from challenge_welding.errors import ChallengeError
-from challenge_welding.prediction_rules import PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes
+from challenge_welding.contract.names import STATES
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.prediction_rules import PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes
 
 
 class OutputError(ChallengeError):

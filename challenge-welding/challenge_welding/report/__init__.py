@@ -1,0 +1,6 @@
+"""The pages: the detailed results page of one scoring and the leaderboard's HTML.
+
+Owns the drawing only: it renders details.json (every number, interval and chart's reduced
+data already computed by scoring) and the config it is given; it computes nothing and reads
+no file but its templates. It may import contract only (tests/scoring/test_layers.py).
+"""

@@ -1,52 +1,48 @@
 """The detailed results page: one self-contained HTML file (inline CSS, inline SVG charts, no network).
 
-`render_report(details)` turns the details.json content into the page: every number and
-chart comes from `details` (its "extras" hold the charts' reduced data, already coarsened
-so that nothing shown reveals a label, see scoring.disclosure). Frames are read only when
-`details` has no extras (then `compute_extras(frames, config)` makes them). A missing
-set, KPI or list is shown as absent; a chart that cannot be drawn shows why instead of
-failing the scoring.
+`render_report(details, config)` turns the details.json content into the page: every number
+and chart comes from `details` (its "extras" hold the charts' reduced data, already computed
+and coarsened by scoring so that nothing shown reveals a label, see scoring.disclosure), the
+config only gives the coefficients the page prints. Nothing is computed here and nothing is
+read but the templates: a missing set, KPI, list or extras part is shown as absent; a chart
+that cannot be drawn shows why instead of failing the scoring.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
 from pathlib import Path
 
+import jinja2
 import numpy as np
+from markupsafe import Markup, escape
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
-from challenge_welding.scoring.config import load_config
-from challenge_welding.scoring.metrics import operational_cost
-from challenge_welding.scoring.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
-from . import charts
-from .analyses_view import analyses_context
-from .extras import compute_extras
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
+from challenge_welding.report import charts
+from challenge_welding.report.analyses_view import analyses_context
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 KPI_LABELS = {k.key: k.label for k in KPIS}
 
 
-def render_report(details: dict, frames: dict | None = None, config=None) -> str:
-    """The detailed results page as one HTML string (config: the validated one; None: details' or the default)."""
-    import jinja2
-
+def render_report(details: dict, config) -> str:
+    """The detailed results page as one HTML string; ``config``: the validated config the score used."""
     details = details or {}
-    frames = {k: v for k, v in (frames or {}).items() if v is not None}
-    config = config or details.get("config") or load_config()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
     env.filters["pct"] = pct
     env.filters["param"] = param
     env.filters["formula"] = formula_markup
-    return env.get_template("report.html.j2").render(**build_context(details, frames, config))
+    return env.get_template("report.html.j2").render(**build_context(details, config))
 
 
-def build_context(details: dict, frames: dict, config) -> dict:
+def build_context(details: dict, config) -> dict:
     problems: list[str] = []
 
     def chart(name, fn, *args):
@@ -57,9 +53,7 @@ def build_context(details: dict, frames: dict, config) -> dict:
             problems.append(f"chart '{name}' could not be drawn: {type(exc).__name__}: {exc}")
             return charts_markup(f'<p class="absent">chart unavailable: {type(exc).__name__}</p>')
 
-    extras = details.get("extras")
-    if not extras:
-        extras = compute_extras(frames, config) if frames else {}
+    extras = details.get("extras") or {}
     perf_extras = (extras.get("sets") or {}).get(extras.get("primary_set", "performance"))
     kpis = details.get("kpis") or {}
     reliability = extras.get("reliability") or {}
@@ -70,18 +64,18 @@ def build_context(details: dict, frames: dict, config) -> dict:
         "score_ci": details.get("score_ci"),
         "warnings": list(details.get("warnings") or []),
         "kpi_rows": _kpi_rows(kpis, details.get("scores") or {}, details.get("criteria_ci") or {}, config),
-        "final_weights": config["final_weights"],
-        "bootstrap": config["extras"]["bootstrap"],
-        "rescaling_betas": (config["rescaling"]["beta1"], config["rescaling"]["beta2"]),
+        "final_weights": config.final_weights,
+        "bootstrap": config.extras.bootstrap,
+        "rescaling_betas": (config.rescaling.beta1, config.rescaling.beta2),
         "set_rows": _set_rows(details.get("sets") or {}),
-        "cost_matrix": config["cost"],
-        "seam_weights": config["seam_weights"],
-        "default_seam_weight": config["default_seam_weight"],
+        "cost_matrix": config.cost,
+        "seam_weights": config.seam_weights,
+        "default_seam_weight": config.default_seam_weight,
         "time": details.get("time") or {},
         "reliability": reliability,
         "robustness": details.get("robustness") or {},
-        "rob_weights": config["kpis"]["robustness"]["weights"],
-        "min_samples": config["disclosure"]["min_samples"],
+        "rob_weights": config.kpis.robustness.weights,
+        "min_samples": config.disclosure.min_samples,
         "extras": extras,
         "perf_extras": perf_extras,
         "undefined_cases": list(details.get("undefined_cases") or []) + [
@@ -111,8 +105,6 @@ def build_context(details: dict, frames: dict, config) -> dict:
 
 
 def charts_markup(svg: str):
-    from markupsafe import Markup
-
     return Markup(svg)
 
 
@@ -154,9 +146,7 @@ def pct(x) -> str:
 
 def _plain(obj):
     """The config as plain JSON-able data (dataclasses and numpy scalars included)."""
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         obj = dataclasses.asdict(obj)
     if isinstance(obj, dict):
         return {str(k): _plain(v) for k, v in obj.items()}
@@ -209,8 +199,6 @@ def formula_markup(text: str):
     Every space not following an operator becomes a no-break space; the page's CSS keeps
     words whole (no break-all), so the browser breaks lines only at those spaces.
     """
-    from markupsafe import Markup, escape
-
     words = str(text).split(" ")
     out = [str(escape(words[0]))]
     for prev, word in zip(words, words[1:]):
@@ -220,8 +208,8 @@ def formula_markup(text: str):
 
 
 def _kpi_rows(kpis: dict, scores: dict, criteria_ci: dict, config) -> list[dict]:
-    betas = (config["rescaling"]["beta1"], config["rescaling"]["beta2"])
-    weights = config["final_weights"]
+    betas = (config.rescaling.beta1, config.rescaling.beta2)
+    weights = config.final_weights
     rows = []
     for key in KPI_KEYS:
         kpi = kpis.get(key) or {}
@@ -249,12 +237,10 @@ def _set_rows(sets: dict) -> list[dict]:
             continue
         n, n_ko = s.get("n") or 0, s.get("n_KO") or 0
         cost, ideal, human = s.get("cost"), s.get("cost_ideal"), s.get("cost_human")
-        op = (float(operational_cost(cost, ideal, human))
-              if _finite(cost) and _finite(ideal) and _finite(human) and human != ideal else None)
         rows.append({"name": name, "present": True, "n": n, "n_KO": n_ko, "n_OK": s.get("n_OK"),
                      "ko_share": n_ko / n if n else None, "n_ood": s.get("n_ood"),
                      "confusion": s.get("confusion") or {}, "cost": cost, "cost_soft": s.get("cost_soft"),
-                     "cost_ideal": ideal, "cost_human": human, "op": op, "cost_subset": s.get("cost_subset"),
+                     "cost_ideal": ideal, "cost_human": human, "op": s.get("op"), "cost_subset": s.get("cost_subset"),
                      "sha256": s.get("sha256"), "reference_sha256": s.get("reference_sha256")})
     return rows
 

@@ -1,4 +1,8 @@
-"""The scoring engine (docs/scoring.md), a functional core and a thin shell.
+"""The scoring engine (docs/scoring.md): every number, a functional core and a thin shell.
+
+Owns the score, its intervals, what is reported beyond it (trust opinion, retention,
+reliability, ROC, drift bins) and the leaderboard's significance; it may import contract only
+(tests/scoring/test_layers.py).
 
 Core (pure numpy, no I/O):
   metrics    each criterion (seam-weighted cost, OP, UOP, F-beta, ECE, AUROC, time percentile, level AUC)
@@ -6,10 +10,14 @@ Core (pure numpy, no I/O):
   rescale    the piecewise-linear rescaling and the final score
   criteria   all criteria of the six sets, for the point estimate or a batch of resamples
   bootstrap  the vectorised stratified bootstrap (per-cell counts)
+  extras     beyond the score: trust_opinion, retention, reliability, ROC and drift bins (disclosure-safe)
+  significance  pairwise comparisons of the leaderboard's runs from their bootstrap draws
 Shell:
-  config     load and validate scoring.yaml
+  config     load and validate scoring.yaml into one typed, frozen object
   inputs     read and check the reference and prediction parquet files, merged into frames
-  score      score(): scores.json, details.json, detailed_results.html
+  score      score_predictions(): scores.json and details.json content (extras included)
+  draws      the bootstrap's per-resample values, saved for the leaderboard (organisers only)
+  leaderboard_significance  read the draws of several runs and compare them
   virtual    the nine virtual reference solutions
   calibrate  alpha1/alpha2 of every KPI from full_unknown and good, written into scoring.yaml
 """

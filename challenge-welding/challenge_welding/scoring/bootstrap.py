@@ -13,7 +13,7 @@ draws, resample after resample, sample positions in reference order; chunk
 sizes depend on the set's size only. So every submission scored on the same
 reference data with the same seed and B is scored on the same B resamples, and
 its per-resample values (``values`` in the result) can be compared pairwise
-(see challenge_welding.significance).
+(see challenge_welding.scoring.significance).
 
 Per-cell counts: each set is first collapsed to its distinct rows over the
 fields its criteria read (e.g. robustness reads only class, answer,
@@ -29,7 +29,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.scoring.criteria import SetArrays, combine, set_criteria, take_rows
 
 CHUNK_CELLS = 16_000_000   # b * n per chunk: 128 MB of float64 weights or int64 draws

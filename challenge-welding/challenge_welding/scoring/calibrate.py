@@ -14,7 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config, validate_config
 from challenge_welding.scoring.criteria import compute, prepare
 from challenge_welding.scoring.inputs import frames_from, read_reference
@@ -67,7 +68,5 @@ def calibrate(reference_dir, config_path=None) -> dict:
         text = "# Scoring configuration, calibrated by `challenge-welding calibrate`.\n" + \
             yaml.safe_dump(raw, sort_keys=False)
     validate_config(yaml.safe_load(text), source=target)
-    tmp = target.with_name(".scoring.yaml.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+    write_atomic(target, text)
     return alphas

@@ -9,13 +9,15 @@ to 1 is one :class:`ChallengeError` naming the file and the key.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from challenge_welding.constants import KPI_KEYS, PERTURBATIONS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import KPI_KEYS, PERTURBATIONS
+from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_scoring.yaml")
 WEIGHT_SUM_TOL = 1e-9  # weight vectors that must sum to 1
@@ -62,61 +64,201 @@ def _err(where, msg):
     return ChallengeError(f"{where[0]}: {key} {msg}")
 
 
+COST = _num(lo=0.0)
+WEIGHT = _num(lo=0.0, hi=1.0)
+POSITIVE = _num(lo=0.0, lo_open=True)
+ALPHA = _num(nullable=True)
+COUNT = _num(lo=1, integer=True)
+REQUIRED = object()
+
+
 class Optional:
-    """A schema node that may be left out: its default (validated like a written value) is used then."""
+    """A key of a plain-dict schema that may be left out: its default (validated like a written
+    value) is used then (the build config's schema, data/build_sets.py)."""
 
     def __init__(self, schema, default):
         self.schema, self.default = schema, default
 
 
-COST = _num(lo=0.0)
-WEIGHT = _num(lo=0.0, hi=1.0)
-POSITIVE = _num(lo=0.0, lo_open=True)
-ALPHA = _num(nullable=True)
+def key(schema, default=REQUIRED):
+    """A config key: its schema node and, for a key that may be left out, its default (as written in YAML)."""
+    return field(metadata={"schema": schema, "default": default})
 
-SCHEMA = {
-    "cost": {t: {p: COST for p in ("KO", "OK", "UNKNOWN")} for t in ("KO", "OK")},
-    "seam_weights": ("map", POSITIVE),
-    "default_seam_weight": POSITIVE,
-    "ml": {"beta": POSITIVE, "average": _choice(*ML_AVERAGES), "pos_label": _choice("KO", "OK"),
-           "zero_division": WEIGHT},
-    "time": {"percentile": _num(lo=0.0, hi=100.0), "method": _choice(*TIME_METHODS)},
-    "kpis": {
-        "perf": {"alpha_op": WEIGHT, "alpha_ml": WEIGHT, "k_c": _num(lo=0.0), "k_t": _num(lo=0.0)},
-        "uncertainty": {"ece_bins": _num(lo=1, integer=True), "w_ko": WEIGHT, "w_ok": WEIGHT,
-                        "calib_factor": _num(lo=0.0), "degenerate_tol": _num(lo=0.0)},
-        "robustness": {"weights": {p: WEIGHT for p in PERTURBATIONS}},
-        "ood": {"w_syn": WEIGHT, "w_real": WEIGHT},
-        "generalization": {"alpha_op": WEIGHT, "alpha_ml": WEIGHT, "k_op": _num(lo=0.0)},
-        "drift": {"alpha_op": WEIGHT, "alpha_ood": WEIGHT, "k_op": _num(lo=0.0)},
-    },
-    "rescaling": {
-        "beta1": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
-        "beta2": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
-        "alpha": {k: {"alpha1": ALPHA, "alpha2": ALPHA} for k in KPI_KEYS},
-    },
-    "final_weights": {k: WEIGHT for k in KPI_KEYS},
-    # what the published outputs may show (issue 10): each published number or curve point aggregates at
-    # least min_samples samples; curves have at most `points` steps. Optional: older configs keep working.
-    "disclosure": Optional({"min_samples": _num(lo=1, integer=True), "points": _num(lo=1, integer=True)},
-                           {"min_samples": 25, "points": 20}),
-    # organisers may refuse runs whose submission was not confined by Landlock (docs/integrity.md)
-    "integrity": Optional({"require_sandbox": _bool},
-                          {"require_sandbox": False}),
-    # reported beyond the score, never scored (issue 20, docs/analyses.md). Optional: older configs keep working.
-    "analyses": Optional({"ood_tpr": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
-                          "breaking_margin": _num(lo=0.0, hi=1.0),
-                          "drift_false_alarm_rate": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True),
-                          "weights": {"concentration": POSITIVE, "jitter": _num(lo=0.0, hi=1.0),
-                                      "seed": _num(lo=0, integer=True)}},
-                         {"ood_tpr": 0.95, "breaking_margin": 0.05, "drift_false_alarm_rate": 0.05,
-                          "weights": {"concentration": 200.0, "jitter": 0.02, "seed": 0}}),
-    "extras": {
-        "trust": {"bins": _num(lo=1, integer=True), "prior_weight": POSITIVE},
-        "bootstrap": {"n": _num(lo=0, integer=True), "seed": _num(lo=0, integer=True),
-                      "level": _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True)},
-    },
-}
+
+class Section:
+    """A validated, frozen section of the config, read by attribute (``config.kpis.perf.alpha_op``).
+
+    ``section["name"]`` reads like ``section.name``: kept for code written against the former
+    plain dict (branches merged after the typed config); new code reads attributes.
+    """
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+
+# --- the config, one dataclass per YAML mapping (field order = the YAML's order) ---------------
+# Adding a key: one field below (`name: type = key(CHECKER)`, or `key(CHECKER, default)` when older
+# configs may leave it out), one line in default_scoring.yaml; readers then use config.<path>.<name>.
+@dataclass(frozen=True)
+class Ml(Section):
+    beta: float = key(POSITIVE)
+    average: str = key(_choice(*ML_AVERAGES))
+    pos_label: str = key(_choice("KO", "OK"))
+    zero_division: float = key(WEIGHT)
+
+
+@dataclass(frozen=True)
+class Time(Section):
+    percentile: float = key(_num(lo=0.0, hi=100.0))
+    method: str = key(_choice(*TIME_METHODS))
+
+
+@dataclass(frozen=True)
+class PerfKpi(Section):
+    alpha_op: float = key(WEIGHT)
+    alpha_ml: float = key(WEIGHT)
+    k_c: float = key(_num(lo=0.0))
+    k_t: float = key(_num(lo=0.0))
+
+
+@dataclass(frozen=True)
+class UncertaintyKpi(Section):
+    ece_bins: int = key(COUNT)
+    w_ko: float = key(WEIGHT)
+    w_ok: float = key(WEIGHT)
+    calib_factor: float = key(_num(lo=0.0))
+    degenerate_tol: float = key(_num(lo=0.0))
+
+
+@dataclass(frozen=True)
+class RobustnessKpi(Section):
+    weights: dict = key({p: WEIGHT for p in PERTURBATIONS})
+
+
+@dataclass(frozen=True)
+class OodKpi(Section):
+    w_syn: float = key(WEIGHT)
+    w_real: float = key(WEIGHT)
+
+
+@dataclass(frozen=True)
+class GeneralizationKpi(Section):
+    alpha_op: float = key(WEIGHT)
+    alpha_ml: float = key(WEIGHT)
+    k_op: float = key(_num(lo=0.0))
+
+
+@dataclass(frozen=True)
+class DriftKpi(Section):
+    alpha_op: float = key(WEIGHT)
+    alpha_ood: float = key(WEIGHT)
+    k_op: float = key(_num(lo=0.0))
+
+
+@dataclass(frozen=True)
+class Kpis(Section):
+    perf: PerfKpi = key(PerfKpi)
+    uncertainty: UncertaintyKpi = key(UncertaintyKpi)
+    robustness: RobustnessKpi = key(RobustnessKpi)
+    ood: OodKpi = key(OodKpi)
+    generalization: GeneralizationKpi = key(GeneralizationKpi)
+    drift: DriftKpi = key(DriftKpi)
+
+
+@dataclass(frozen=True)
+class Breakpoints(Section):
+    """One KPI's calibrated breakpoints (both None until calibrated: the KPI is left unscaled)."""
+
+    alpha1: float | None = key(ALPHA)
+    alpha2: float | None = key(ALPHA)
+
+
+@dataclass(frozen=True)
+class Rescaling(Section):
+    beta1: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    beta2: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    alpha: dict = key({k: Breakpoints for k in KPI_KEYS})  # KPI -> Breakpoints
+
+
+@dataclass(frozen=True)
+class Disclosure(Section):
+    """What the published outputs may show (issue 10): each published number or curve point aggregates
+    at least min_samples samples; curves have at most `points` steps."""
+
+    min_samples: int = key(COUNT)
+    points: int = key(COUNT)
+
+
+@dataclass(frozen=True)
+class Trust(Section):
+    bins: int = key(COUNT)
+    prior_weight: float = key(POSITIVE)
+
+
+@dataclass(frozen=True)
+class Bootstrap(Section):
+    n: int = key(_num(lo=0, integer=True))
+    seed: int = key(_num(lo=0, integer=True))
+    level: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+
+
+@dataclass(frozen=True)
+class Extras(Section):
+    trust: Trust = key(Trust)
+    bootstrap: Bootstrap = key(Bootstrap)
+
+
+@dataclass(frozen=True)
+class Integrity(Section):
+    """Organisers may refuse runs whose submission was not confined by Landlock (docs/integrity.md)."""
+
+    require_sandbox: bool = key(_bool)
+
+
+@dataclass(frozen=True)
+class AnalysisWeights(Section):
+    """The leaderboard's winner-that-holds: Dirichlet(concentration * w0) weights, breakpoints +- jitter."""
+
+    concentration: float = key(POSITIVE)
+    jitter: float = key(WEIGHT)
+    seed: int = key(_num(lo=0, integer=True))
+
+
+@dataclass(frozen=True)
+class Analyses(Section):
+    """Reported beyond the score, never scored (docs/analyses.md)."""
+
+    ood_tpr: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    breaking_margin: float = key(WEIGHT)
+    drift_false_alarm_rate: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    weights: AnalysisWeights = key(AnalysisWeights)
+
+
+@dataclass(frozen=True)
+class ScoringConfig(Section):
+    """The whole scoring config, validated once (load_config / validate_config); every number of the score."""
+
+    cost: dict = key({t: {p: COST for p in ("KO", "OK", "UNKNOWN")} for t in ("KO", "OK")})  # cost[true][pred]
+    seam_weights: dict = key(("map", POSITIVE))
+    default_seam_weight: float = key(POSITIVE)
+    ml: Ml = key(Ml)
+    time: Time = key(Time)
+    kpis: Kpis = key(Kpis)
+    rescaling: Rescaling = key(Rescaling)
+    final_weights: dict = key({k: WEIGHT for k in KPI_KEYS})
+    # optional: older configs keep working
+    disclosure: Disclosure = key(Disclosure, {"min_samples": 25, "points": 20})
+    integrity: Integrity = key(Integrity, {"require_sandbox": False})
+    analyses: Analyses = key(Analyses, {"ood_tpr": 0.95, "breaking_margin": 0.05,
+                                        "drift_false_alarm_rate": 0.05,
+                                        "weights": {"concentration": 200.0, "jitter": 0.02,
+                                                    "seed": 0}})
+    extras: Extras = key(Extras)
+
+    def as_dict(self) -> dict:
+        """The validated config as plain data, in the YAML's order (details.json, fingerprints)."""
+        return dataclasses.asdict(self)
+
 
 # Weight vectors docs/scoring.md defines as summing to 1 (path of the mapping, keys summed).
 SUMS_TO_ONE = (
@@ -130,53 +272,58 @@ SUMS_TO_ONE = (
 )
 
 
+def _keys(schema) -> dict:
+    """{key: (schema node, default)} of a fixed-key node: a dataclass or a dict of nodes."""
+    if dataclasses.is_dataclass(schema):
+        return {f.name: (f.metadata["schema"], f.metadata["default"]) for f in dataclasses.fields(schema)}
+    return {k: (node.schema, node.default) if isinstance(node, Optional) else (node, REQUIRED)
+            for k, node in schema.items()}
+
+
 def _validate(node, schema, where):
     if isinstance(schema, tuple):  # ("map", leaf): free string keys
         if not isinstance(node, dict) or not node:
             raise _err(where, "must be a non-empty mapping")
         return {str(k): schema[1](v, where + (str(k),)) for k, v in node.items()}
-    if isinstance(schema, dict):
+    if isinstance(schema, dict) or dataclasses.is_dataclass(schema):
+        keys = _keys(schema)
         if not isinstance(node, dict):
-            raise _err(where, f"must be a mapping with keys {', '.join(schema)}, got {node!r}")
-        unknown = [k for k in node if k not in schema]
+            raise _err(where, f"must be a mapping with keys {', '.join(keys)}, got {node!r}")
+        unknown = [k for k in node if k not in keys]
         if unknown:
-            raise _err(where + (str(unknown[0]),), f"is unknown (allowed here: {', '.join(schema)})")
-        missing = [k for k in schema if k not in node and not isinstance(schema[k], Optional)]
+            raise _err(where + (str(unknown[0]),), f"is unknown (allowed here: {', '.join(keys)})")
+        missing = [k for k, (_, default) in keys.items() if k not in node and default is REQUIRED]
         if missing:
             raise _err(where + (missing[0],), "is missing")
-        return {k: _validate(node[k] if k in node else schema[k].default, schema[k], where + (k,)) for k in schema}
-    if isinstance(schema, Optional):
-        return _validate(node, schema.schema, where)
+        values = {k: _validate(node[k] if k in node else default, sub, where + (k,))
+                  for k, (sub, default) in keys.items()}
+        return schema(**values) if dataclasses.is_dataclass(schema) else values
     return schema(node, where)
 
 
-def validate_config(raw, source="<config>") -> dict:
-    """Check ``raw`` (a parsed YAML mapping) against the schema; return a clean copy."""
+def validate_config(raw, source="<config>") -> ScoringConfig:
+    """Check ``raw`` (a parsed YAML mapping) against the schema; return the typed, frozen config."""
     where = (str(source),)
-    config = _validate(raw, SCHEMA, where)
+    config = _validate(raw, ScoringConfig, where)
     for path, keys in SUMS_TO_ONE:
         node = config
         for part in path:
-            node = node[part]
-        total = sum(node[k] for k in keys)
+            node = getattr(node, part)
+        total = sum(node[k] if isinstance(node, dict) else getattr(node, k) for k in keys)
         if abs(total - 1.0) > WEIGHT_SUM_TOL:
             raise _err(where + path, f"weights {', '.join(keys)} must sum to 1, got {total:.12g}")
-    r = config["rescaling"]
-    if not r["beta1"] < r["beta2"]:
-        raise _err(where + ("rescaling", "beta1"), f"must be below beta2 ({r['beta2']}), got {r['beta1']}")
-    for kpi, pair in r["alpha"].items():
-        if (pair["alpha1"] is None) != (pair["alpha2"] is None):
+    r = config.rescaling
+    if not r.beta1 < r.beta2:
+        raise _err(where + ("rescaling", "beta1"), f"must be below beta2 ({r.beta2}), got {r.beta1}")
+    for kpi, pair in r.alpha.items():
+        if (pair.alpha1 is None) != (pair.alpha2 is None):
             raise _err(where + ("rescaling", "alpha", kpi),
                        "alpha1 and alpha2 must be both set or both null")
     return config
 
 
-def load_config(path=None) -> dict:
-    """Load and validate a scoring config (the packaged default when ``path`` is None).
-
-    Returns a plain nested dict; ``config["_source"]`` is not added, so the dict
-    is exactly the validated YAML content.
-    """
+def load_config(path=None) -> ScoringConfig:
+    """Load and validate a scoring config (the packaged default when ``path`` is None): a ScoringConfig."""
     path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
     try:
         text = path.read_text(encoding="utf-8")

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.inputs import OOD_COLUMN, PROBA_COLUMNS
 from challenge_welding.scoring.kpis import raw_kpis
-from challenge_welding.scoring.registry import CRITERIA_KEYS, ROBUSTNESS_KEYS, set_criteria_keys
+from challenge_welding.contract.registry import CRITERIA_KEYS, ROBUSTNESS_KEYS, set_criteria_keys
 from challenge_welding.scoring.rescale import final_score, rescale_all
 
 
@@ -61,7 +61,7 @@ def prepare(frames, config) -> dict:
         seam_cat = pd.Categorical(f["welding-seams"].to_numpy(dtype=object))
         seam_names = [str(x) for x in seam_cat.categories]  # sorted
         seams = seam_cat.codes.astype(np.int64)
-        seam_w = np.array([config["seam_weights"].get(s, config["default_seam_weight"]) for s in seam_names],
+        seam_w = np.array([config.seam_weights.get(s, config.default_seam_weight) for s in seam_names],
                           dtype=float)
         out[name] = SetArrays(
             n=len(f),
@@ -165,8 +165,9 @@ def no_record(metric):
     return _Discard()
 
 
-def cost_matrix(config):
-    return np.array([[config["cost"][t][p] for p in STATES] for t in CLASSES], dtype=float)
+def cost_matrix(cost: dict) -> np.ndarray:
+    """The (2, 3) cost matrix, rows true KO/OK, columns predicted KO/OK/UNKNOWN, from ``cost[true][pred]``."""
+    return np.array([[cost[t][p] for p in STATES] for t in CLASSES], dtype=float)
 
 
 def seam_costs(a: SetArrays, config, weights=None, undefined=None):
@@ -175,7 +176,7 @@ def seam_costs(a: SetArrays, config, weights=None, undefined=None):
     The ideal answer is the true class, UNKNOWN for samples labelled OOD; the
     human-only process answers UNKNOWN everywhere. Returns 4 arrays.
     """
-    cost = cost_matrix(config)
+    cost = cost_matrix(config.cost)
     ideal = a.y.astype(int) if a.ood is None else np.where(a.ood, m.UNKNOWN, a.y)
     columns = np.stack([m.sample_costs(a.y, a.pred, cost), m.expected_costs(a.y, a.proba, cost),
                         m.sample_costs(a.y, ideal, cost), m.sample_costs(a.y, np.full(a.n, m.UNKNOWN), cost)],
@@ -185,9 +186,9 @@ def seam_costs(a: SetArrays, config, weights=None, undefined=None):
 
 
 def _ml_args(config):
-    ml = config["ml"]
-    return dict(beta=ml["beta"], average=ml["average"], pos_label=CLASSES.index(ml["pos_label"]),
-                zero_division=ml["zero_division"])
+    ml = config.ml
+    return dict(beta=ml.beta, average=ml.average, pos_label=CLASSES.index(ml.pos_label),
+                zero_division=ml.zero_division)
 
 
 def _axes(a: SetArrays):
@@ -212,15 +213,15 @@ def _axes(a: SetArrays):
 
 def performance_criteria(a: SetArrays, config, w=None, record=no_record):
     """OP, ML, time p95, UOP and the ECE of the true-KO and true-OK subsets on ``performance``."""
-    u = config["kpis"]["uncertainty"]
+    u = config.kpis.uncertainty
     c = {}
     costs = cp, cs, ci, ch = seam_costs(a, config, w, record("seam-weighted cost"))
     c["op"] = m.operational_cost(cp, ci, ch, record("OP"))
     c["ml"] = m.ml_score(a.y, a.pred, sample_weight=w, undefined=record("ML"), **_ml_args(config))
-    c["time_p95"] = m.time_percentile(a.time, config["time"]["percentile"], config["time"]["method"],
+    c["time_p95"] = m.time_percentile(a.time, config.time.percentile, config.time.method,
                                       sample_weight=w, undefined=record("time percentile"))
-    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u["degenerate_tol"], record("UOP"))
-    ece = m.expected_calibration_error(a.y, a.proba, u["ece_bins"], groups=a.y, n_groups=2, sample_weight=w,
+    c["uop"] = m.uncertainty_gain(cp, cs, ci, ch, u.degenerate_tol, record("UOP"))
+    ece = m.expected_calibration_error(a.y, a.proba, u.ece_bins, groups=a.y, n_groups=2, sample_weight=w,
                                        undefined=record("ECE (true-KO and true-OK subsets)"))
     c["ucalib_ko"], c["ucalib_ok"] = ece[..., 0], ece[..., 1]
     return c, {"costs": costs}
@@ -296,7 +297,7 @@ def combine(criteria, present, config):
     scaled = rescale_all(raw, config)
     rescaled = {k: v for k, (v, _) in scaled.items()}
     return {"raw": raw, "rescaled": rescaled, "modes": {k: md for k, (_, md) in scaled.items()},
-            "score": final_score(rescaled, config["final_weights"])}
+            "score": final_score(rescaled, config.final_weights)}
 
 
 def compute(prep, config, weights=None, cases=None):

@@ -3,7 +3,7 @@
 The bootstrap (scoring.bootstrap) draws its resamples from the reference data
 and the seed only, so two submissions scored on the same reference data with
 the same config share their resamples, and their per-resample values can be
-compared pairwise (challenge_welding.significance).
+compared pairwise (challenge_welding.scoring.significance).
 
 These values are kept out of the published scoring output: a participant
 downloads OUT/, and B values per KPI computed on resamples drawn with a public
@@ -26,8 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import KPI_KEYS, SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding import __version__
+from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import atomic_path
+from challenge_welding.scoring.config import ScoringConfig
 
 DRAW_KEYS = ("score",) + KPI_KEYS
 RAW_KEYS = tuple(f"raw_{k}" for k in KPI_KEYS)  # optional (older files lack them): the weight sensitivity's input
@@ -40,7 +43,7 @@ def draws_path(output_dir) -> Path:
     return out.with_name(out.name + SUFFIX)
 
 
-def fingerprint(reference_sha256: dict, config: dict) -> str:
+def fingerprint(reference_sha256: dict, config: ScoringConfig) -> str:
     """sha256 over the reference files' hashes, the config (seed and B included) and the draw keys.
 
     Two runs are comparable resample by resample exactly when their
@@ -50,7 +53,7 @@ def fingerprint(reference_sha256: dict, config: dict) -> str:
     missing = [s for s in SET_NAMES if not reference_sha256.get(s)]
     if missing:
         raise ChallengeError(f"no hash of the reference file(s) {', '.join(missing)}: cannot fingerprint the draws")
-    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config,
+    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config.as_dict(),
                "keys": list(DRAW_KEYS)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -66,17 +69,15 @@ class Draws:
     path: Path | None = None
 
 
-def build(values: dict, scores: dict, reference_sha256: dict, config: dict) -> Draws:
+def build(values: dict, scores: dict, reference_sha256: dict, config: ScoringConfig) -> Draws:
     """Draws from the bootstrap's ``values`` and the scores.json content."""
-    boot = config["extras"]["bootstrap"]
+    boot = config.extras.bootstrap
     if not values:
         raise ChallengeError("no per-resample values: the bootstrap is off (extras.bootstrap.n = 0)")
-    from challenge_welding import __version__
-
-    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot["n"]),
-              "seed": int(boot["seed"]), "level": float(boot["level"]),
+    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot.n),
+              "seed": int(boot.seed), "level": float(boot.level),
               "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
-              "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+              "config_sha256": hashlib.sha256(json.dumps(config.as_dict(), sort_keys=True, default=str).encode()).hexdigest(),
               "version": __version__}
     header["rescaling"] = config["rescaling"]          # the weight sensitivity jitters these breakpoints
     header["final_weights"] = config["final_weights"]  # and draws weights around these
@@ -99,10 +100,9 @@ def save(path, draws: Draws, published_dir=None) -> Path:
     """Write ``draws`` to ``path`` (atomically); refuse a path inside ``published_dir``."""
     path = Path(path).resolve() if published_dir is None else check_unpublished(path, published_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
-             header=np.array(json.dumps(draws.header)), **draws.values)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
+                 header=np.array(json.dumps(draws.header)), **draws.values)
     return path
 
 

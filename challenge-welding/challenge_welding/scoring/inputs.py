@@ -3,14 +3,13 @@
 Every problem found is one line naming the set, the column and a sample id; all
 problems of all sets are gathered and raised together as one ChallengeError, so
 a participant fixes everything in one go. The rules of a row are
-``challenge_welding.prediction_rules`` (shared with the ingestion); recoverable
+``challenge_welding.contract.prediction_rules`` (shared with the ingestion); recoverable
 issues (probabilities off 1 by more than the tolerance, missing probabilities
 or OOD scores, negative OOD scores clipped to 0) become warnings.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -20,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import CLASSES, PERTURBATIONS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError, SubmissionFailed
-from challenge_welding.prediction_rules import (
+from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.files import sha256_bytes, sha256_file
+from challenge_welding.contract.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
 from challenge_welding.scoring.provenance import (
-    check_file, check_worker_metadata, provenance_of, read_report, sha256_bytes,
+    check_file, check_worker_metadata, provenance_of, read_report,
 )
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
@@ -37,14 +37,6 @@ REFERENCE_COLUMNS = {
     "robustness": ("perturbation", "level"),
     "ood_real": ("ood",), "ood_synthetic": ("ood",), "drift": ("ood", "position"),
 }
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _sample(ids, mask):
@@ -123,13 +115,29 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     Returns None when a problem was found (listed in ``problems``), else the
     clean columns aligned to the reference rows: {"predicted_state": codes,
     "proba": (n, 3) or None for one-hot, "ood": scores, "time": seconds}.
+    Problems and warnings are listed in a fixed order: ids, state and time, probabilities, OOD scores.
     """
     if "sample_id" not in pred.columns:
         problems.append(f"set '{name}', column 'sample_id': column missing from the predictions")
         return None
     before = len(problems)
-    null_ids = pred["sample_id"].isna().to_numpy()
     ids = pred["sample_id"].astype(str).reset_index(drop=True)
+    where = _check_ids(pred, ref, ids, name, problems)
+    codes, t = _check_state_and_time(pred, ids, name, problems, warnings)
+    values = _check_probabilities(pred, ids, name, problems, warnings)
+    s = _check_ood_scores(pred, ids, name, problems, warnings)
+    if len(problems) > before:
+        return None
+    # align to the reference rows (ids are a permutation of the reference's here)
+    order = np.empty(len(where), dtype=np.int64)
+    order[where] = np.arange(len(where))
+    return {"predicted_state": codes[order], "proba": None if values is None else values[order],
+            "ood": s[order], "time": t[order]}
+
+
+def _check_ids(pred, ref, ids, name, problems) -> np.ndarray:
+    """Null, duplicate, unknown and missing sample ids; returns each row's index in the reference (-1: unknown)."""
+    null_ids = pred["sample_id"].isna().to_numpy()
     if null_ids.any():
         problems.append(_line(name, "sample_id", "missing (null) sample id", np.arange(len(ids)), null_ids))
     dup = ids.duplicated(keep="first").to_numpy()
@@ -143,7 +151,11 @@ def _validate_predictions(pred, ref, name, problems, warnings):
     absent[where[~unknown]] = False
     if absent.any():
         problems.append(_line(name, "sample_id", "no prediction for this sample", ref["sample_id"], absent))
+    return where
 
+
+def _check_state_and_time(pred, ids, name, problems, warnings):
+    """(label codes, seconds per image) of the rows, None for a column missing."""
     for column in ("predicted_state", "compute_time"):
         if column not in pred.columns:
             problems.append(f"set '{name}', column '{column}': column missing from the predictions")
@@ -163,50 +175,50 @@ def _validate_predictions(pred, ref, name, problems, warnings):
         bad = ~np.isfinite(t) | (t < 0)
         if bad.any():
             problems.append(_line(name, "compute_time", "missing, infinite or negative time", ids, bad))
+    return codes, t
 
+
+def _check_probabilities(pred, ids, name, problems, warnings):
+    """The (n, 3) probabilities by the shared row rules (prediction_rules), None when none are given."""
     present = [c for c in PROBA_COLUMNS if c in pred.columns]
     values = (pred[present].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
               if present else np.empty((len(pred), 0)))
     if not present or np.isnan(values).all():
         warnings.append(f"set '{name}': no probabilities given: one-hot of predicted_state used")
-        values = None
-    elif len(present) < 3:
+        return None
+    if len(present) < 3:
         problems.append(f"set '{name}', column '{next(c for c in PROBA_COLUMNS if c not in present)}': "
                         "probability column missing (give all three or none)")
-    else:  # the shared row rules (prediction_rules), worded per column
-        check = check_probabilities(values)
-        for j, column in enumerate(PROBA_COLUMNS):
-            for mask, what in ((check.nan[:, j], "missing (NaN) probability"),
-                               (check.inf[:, j], "infinite probability"),
-                               (check.negative[:, j], "negative probability")):
-                if mask.any():
-                    problems.append(_line(name, column, what, ids, mask))
-        if check.zero_sum.any():
-            problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, check.zero_sum))
-        if check.renormalised.any():
-            warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {PROBA_SUM_TOL_TEXT}: "
-                                  "renormalised", ids, check.renormalised))
-        values = check.values
+        return values
+    check = check_probabilities(values)  # the shared row rules, worded per column
+    for j, column in enumerate(PROBA_COLUMNS):
+        for mask, what in ((check.nan[:, j], "missing (NaN) probability"),
+                           (check.inf[:, j], "infinite probability"),
+                           (check.negative[:, j], "negative probability")):
+            if mask.any():
+                problems.append(_line(name, column, what, ids, mask))
+    if check.zero_sum.any():
+        problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, check.zero_sum))
+    if check.renormalised.any():
+        warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {PROBA_SUM_TOL_TEXT}: "
+                              "renormalised", ids, check.renormalised))
+    return check.values
 
+
+def _check_ood_scores(pred, ids, name, problems, warnings) -> np.ndarray:
+    """The OOD scores (0 when none are given; negative ones clipped to 0)."""
     s = (pd.to_numeric(pred[OOD_COLUMN], errors="coerce").to_numpy(dtype=float)
          if OOD_COLUMN in pred.columns else np.full(len(pred), np.nan))
     if OOD_COLUMN not in pred.columns or np.isnan(s).all():
         if name in OOD_SETS:
             warnings.append(f"set '{name}': no OOD scores given: 0 used (AUROC 0.5)")
-        s = np.zeros(len(pred))
-    else:
-        non_finite, negative, s = check_ood_scores(s)
-        if non_finite.any():
-            problems.append(_line(name, OOD_COLUMN, "missing (NaN) or infinite OOD score", ids, non_finite))
-        if negative.any():
-            warnings.append(_line(name, OOD_COLUMN, "negative OOD scores clipped to 0", ids, negative))
-    if len(problems) > before:
-        return None
-    # align to the reference rows (ids are a permutation of the reference's here)
-    order = np.empty(len(where), dtype=np.int64)
-    order[where] = np.arange(len(where))
-    return {"predicted_state": codes[order], "proba": None if values is None else values[order],
-            "ood": s[order], "time": t[order]}
+        return np.zeros(len(pred))
+    non_finite, negative, s = check_ood_scores(s)
+    if non_finite.any():
+        problems.append(_line(name, OOD_COLUMN, "missing (NaN) or infinite OOD score", ids, non_finite))
+    if negative.any():
+        warnings.append(_line(name, OOD_COLUMN, "negative OOD scores clipped to 0", ids, negative))
+    return s
 
 
 def _frame(ref, clean):

@@ -64,15 +64,14 @@ def drift_kpi(op_d, auc_d, alpha_op, alpha_ood, k_op):
 def raw_kpis(c, r, config):
     """The six raw KPIs from the criteria ``c`` (keys of scoring.registry.CRITERIA_KEYS) and ``r``
     ({perturbation type present: r_x})."""
-    k = config["kpis"]
-    p, u, g, d, o = k["perf"], k["uncertainty"], k["generalization"], k["drift"], k["ood"]
+    k = config.kpis
+    p, u, g, d, o = k.perf, k.uncertainty, k.generalization, k.drift, k.ood
     return {
-        "perf": perf_kpi(c["op"], c["ml"], c["time_p95"], p["alpha_op"], p["alpha_ml"], p["k_c"], p["k_t"]),
-        "uncertainty": uncertainty_kpi(c["uop"], c["ucalib_ko"], c["ucalib_ok"], u["w_ko"], u["w_ok"],
-                                       u["calib_factor"]),
-        "robustness": robustness_kpi(r, k["robustness"]["weights"]),
-        "ood": ood_kpi(c["ood_syn"], c["ood_real"], o["w_syn"], o["w_real"]),
-        "generalization": generalization_kpi(c["op_g"], c["ml_g"], g["alpha_op"], g["alpha_ml"], g["k_op"]),
-        "drift": drift_kpi(c["op_d"], c["ood_d"], d["alpha_op"], d["alpha_ood"], d["k_op"]),
+        "perf": perf_kpi(c["op"], c["ml"], c["time_p95"], p.alpha_op, p.alpha_ml, p.k_c, p.k_t),
+        "uncertainty": uncertainty_kpi(c["uop"], c["ucalib_ko"], c["ucalib_ok"], u.w_ko, u.w_ok, u.calib_factor),
+        "robustness": robustness_kpi(r, k.robustness.weights),
+        "ood": ood_kpi(c["ood_syn"], c["ood_real"], o.w_syn, o.w_real),
+        "generalization": generalization_kpi(c["op_g"], c["ml_g"], g.alpha_op, g.alpha_ml, g.k_op),
+        "drift": drift_kpi(c["op_d"], c["ood_d"], d.alpha_op, d.alpha_ood, d.k_op),
     }
 

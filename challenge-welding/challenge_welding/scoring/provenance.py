@@ -29,21 +29,17 @@ Predictions made by hand for experiments skip these checks with
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import yaml
 
-from challenge_welding.errors import SubmissionFailed
+from challenge_welding.contract.errors import SubmissionFailed
+from challenge_welding.contract.files import sha256_bytes
 
 REPORT_FILE = "ingestion.json"
 WORKER_METADATA = "metadata"  # written by Codabench's compute worker into the prediction output
 MANIFEST_KEY = "manifest"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def manifest_of(folder, file_names) -> dict:

@@ -39,12 +39,11 @@ def rescale(x, alpha1, alpha2, beta1=0.1, beta2=0.9):
 
 def rescale_all(raw, config):
     """Rescale each raw KPI with its calibrated breakpoints: {kpi: (value, mode)}."""
-    r = config["rescaling"]
+    r = config.rescaling
     out = {}
     for kpi, value in raw.items():
-        a = r["alpha"][kpi]
-        out[kpi] = (rescale(value, a["alpha1"], a["alpha2"], r["beta1"], r["beta2"]),
-                    rescaling_mode(a["alpha1"], a["alpha2"]))
+        a = r.alpha[kpi]
+        out[kpi] = (rescale(value, a.alpha1, a.alpha2, r.beta1, r.beta2), rescaling_mode(a.alpha1, a.alpha2))
     return out
 
 

@@ -1,7 +1,7 @@
 """The scoring shell: read, verify, validate and compute scores.json and details.json.
 
 ``score_predictions`` gives the scores and the details (no file written);
-``challenge_welding.pipeline.score`` (the CLI's ``score``, ``evaluate`` and the
+``challenge_welding.flows.score.score`` (the CLI's ``score``, ``evaluate`` and the
 Codabench scoring program) writes them with the extras and the page. The
 numbers come from the functional core (``criteria.compute``); this module only
 does I/O and assembles ``details.json``. It never imports ``report``.
@@ -9,6 +9,7 @@ does I/O and assembles ``details.json``. It never imports ``report``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -20,17 +21,19 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.scoring.analyses.run import run_analyses
 from challenge_welding.scoring.bootstrap import bootstrap
-from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, load_config
+from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, ScoringConfig, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
 from challenge_welding.scoring.disclosure import hide_small
 from challenge_welding.scoring.kpis import robustness_weights
+from challenge_welding.scoring.metrics import operational_cost
 from challenge_welding.scoring.inputs import read_inputs
 from challenge_welding.scoring.provenance import check_sandbox
-from challenge_welding.scoring.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
+from challenge_welding.contract.registry import ROBUSTNESS_KEYS, kpi_criteria, metric_card_rows
 
 SIGNIFICANT = 10  # digits kept in scores.json: stable across platforms' last-bit noise
 
@@ -59,10 +62,10 @@ def _metric_card(config, config_file, hashes):
     metrics = metric_card_rows(config) + [
         {"name": "rescaling", "set": "all",
          "formula": "piecewise linear through (0,0), (alpha1,beta1), (alpha2,beta2), (1,1)",
-         "parameters": {"beta1": config["rescaling"]["beta1"], "beta2": config["rescaling"]["beta2"]}},
+         "parameters": {"beta1": config.rescaling.beta1, "beta2": config.rescaling.beta2}},
         {"name": "bootstrap", "set": "all",
          "formula": "percentile interval; resampling within each set, stratified by class and design cell",
-         "parameters": config["extras"]["bootstrap"]},
+         "parameters": dataclasses.asdict(config.extras.bootstrap)},
     ]
     versions = {"python": platform.python_version()}
     for mod in ("challenge_welding", "numpy", "pandas", "pyarrow", "yaml"):
@@ -87,7 +90,8 @@ def _set_details(prep, result, hashes):
                                                    for i, s in enumerate(a.seam_names)}}
         if name in result["costs"]:
             cp, cs, ci, ch = (number(v) for v in result["costs"][name])
-            entry.update(cost=cp, cost_soft=cs, cost_ideal=ci, cost_human=ch)
+            # the set's OP by the score's own rule (metrics.operational_cost: 0 when C(human) <= C(ideal))
+            entry.update(cost=cp, cost_soft=cs, cost_ideal=ci, cost_human=ch, op=number(operational_cost(cp, ci, ch)))
             if name == "drift":
                 entry["cost_subset"] = "samples not labelled OOD"
         entry["sha256"] = hashes[name]["predictions"]
@@ -112,9 +116,9 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
     scores = {"score": number(res["score"]), **{k: number(res["rescaled"][k]) for k in KPI_KEYS},
               **{k: c[k] for k in CRITERIA_KEYS}}
     assert tuple(scores) == SCORE_KEYS
-    boot_cfg = config["extras"]["bootstrap"]
+    boot_cfg = config.extras.bootstrap
     boot_cases = UndefinedCases()
-    ci = (bootstrap(prep, config, boot_cfg["n"], boot_cfg["seed"], boot_cfg["level"], boot_cases)
+    ci = (bootstrap(prep, config, boot_cfg.n, boot_cfg.seed, boot_cfg.level, boot_cases)
           if with_bootstrap else None)
     if draws is not None and ci is not None:
         draws.update(ci["values"])
@@ -122,18 +126,8 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
     def interval(group, key):
         return None if ci is None else [number(v) for v in ci[group][key]]
 
-    weights = config["kpis"]["robustness"]["weights"]
-    present = res["robustness_present"]
-    used = robustness_weights(weights, present)  # the KPI's own renormalisation
-    if len(present) < len(weights):
-        warnings.append(f"perturbation types absent from the robustness set: "
-                        f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
-                        f"{', '.join(present) or 'none'}")
-    for kpi, mode in res["modes"].items():
-        if mode == "unscaled":
-            a = config["rescaling"]["alpha"][kpi]
-            why = "not calibrated" if a["alpha1"] is None else "alpha2 <= alpha1 or alpha2 >= 1"
-            warnings.append(f"KPI {kpi} left unscaled ({why})")
+    used = _robustness_weights_used(res, config, warnings)
+    _note_unscaled(res, config, warnings)
     times = prep["performance"].time
     details = {
         "score": scores["score"],
@@ -141,15 +135,15 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
         "scores": scores,
         "kpis": {k: {"raw": number(res["raw"][k]), "rescaled": scores[k], "ci": interval("rescaled", k),
                      "raw_ci": interval("raw", k),
-                     "alpha1": config["rescaling"]["alpha"][k]["alpha1"],
-                     "alpha2": config["rescaling"]["alpha"][k]["alpha2"],
-                     "rescaling": res["modes"][k], "weight": config["final_weights"][k],
+                     "alpha1": config.rescaling.alpha[k].alpha1,
+                     "alpha2": config.rescaling.alpha[k].alpha2,
+                     "rescaling": res["modes"][k], "weight": config.final_weights[k],
                      "criteria": {ck: c[ck] for ck in kpi_criteria(k)}} for k in KPI_KEYS},
         "criteria_ci": {k: interval("criteria", k) for k in CRITERIA_KEYS} if ci else {},
         "sets": _set_details(prep, res, hashes or {n: {"predictions": None, "reference": None} for n in SET_NAMES}),
         # ML per level published only for levels of >= min_samples samples (disclosure)
         "robustness": {x: {"levels": [number(v) for v in levels],
-                           "ml": hide_small(counts, config["disclosure"]["min_samples"],
+                           "ml": hide_small(counts, config.disclosure.min_samples,
                                             [number(v) for v in ml])[0],
                            "n": [int(k) for k in counts],
                            "r": c[ROBUSTNESS_KEYS[x]], "weight": number(used[x])}
@@ -160,9 +154,28 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
         "warnings": warnings,
         "extras": {},
         "metric_card": _metric_card(config, config_file, hashes or {}),
-        "config": config,
+        "config": config.as_dict(),
     }
     return scores, details
+
+
+def _robustness_weights_used(res, config, warnings) -> dict:
+    """The robustness weights the KPI used (renormalised over the types present; said in a warning)."""
+    weights = config.kpis.robustness.weights
+    present = res["robustness_present"]
+    if len(present) < len(weights):
+        warnings.append(f"perturbation types absent from the robustness set: "
+                        f"{', '.join(x for x in weights if x not in present)}; weights renormalised over "
+                        f"{', '.join(present) or 'none'}")
+    return robustness_weights(weights, present)  # the KPI's own renormalisation
+
+
+def _note_unscaled(res, config, warnings) -> None:
+    for kpi, mode in res["modes"].items():
+        if mode == "unscaled":
+            a = config.rescaling.alpha[kpi]
+            why = "not calibrated" if a.alpha1 is None else "alpha2 <= alpha1 or alpha2 >= 1"
+            warnings.append(f"KPI {kpi} left unscaled ({why})")
 
 
 def write_output(path, text: str):
@@ -170,9 +183,7 @@ def write_output(path, text: str):
     path = Path(path)
     if path.name == "metadata":
         raise ChallengeError("refusing to write a file named 'metadata' into the output")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
 
 
 def details_json(details: dict) -> str:
@@ -186,7 +197,7 @@ class Scored:
     scores: dict   # scores.json content
     details: dict  # details.json content (extras still empty)
     frames: dict   # the merged frames (for the extras)
-    config: dict   # the validated config
+    config: ScoringConfig  # the validated config
     draws: dict    # the bootstrap's per-resample values {"score": (B,), kpi: (B,)} (organisers only)
     reference_sha256: dict  # {set: sha256 of the reference file}, the draws' fingerprint
 
@@ -218,7 +229,7 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
 def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
     """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
 
-    ``challenge_welding.pipeline.score`` is the whole output (extras and the page too).
+    ``challenge_welding.flows.score.score`` is the whole output (extras and the page too).
     """
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     out = Path(output_dir)

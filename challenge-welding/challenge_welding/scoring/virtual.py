@@ -39,8 +39,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import atomic_path
+from challenge_welding.scoring.inputs import read_reference
 from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
 KO, OK, UNKNOWN = 0, 1, 2
@@ -167,8 +169,6 @@ def virtual_predictions(references: dict, kind: str, seed: int = 0) -> dict:
 def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
     """Write PRED/<set>.parquet for the six sets and PRED/ingestion.json (status ok, origin
     "virtual", the manifest of the six files); return PRED."""
-    from challenge_welding.scoring.inputs import read_reference
-
     if kind not in VIRTUAL_KINDS:
         raise ChallengeError(f"unknown virtual solution kind {kind!r} (choose among {', '.join(VIRTUAL_KINDS)})")
     references = {name: read_reference(reference_dir, name) for name in SET_NAMES}
@@ -176,9 +176,8 @@ def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in predictions.items():
-        tmp = out / f".{name}.parquet.tmp"
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(out / f"{name}.parquet")
+        with atomic_path(out / f"{name}.parquet") as tmp:
+            frame.to_parquet(tmp, index=False)
     # the same report as the ingestion's, manifest included: virtual predictions stay scorable
     info = {"status": "ok", "origin": "virtual", "virtual": kind, "seed": int(seed),
             "manifest": manifest_of(out, [f"{name}.parquet" for name in predictions]),

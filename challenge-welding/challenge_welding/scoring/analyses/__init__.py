@@ -11,6 +11,6 @@ winner that holds under perturbed KPI weights and rescaling breakpoints).
 ``assemble`` turns the merged frames into the disclosure-safe dict of details.json;
 ``sources`` reads the optional inputs (masks, maps, labelling types, a baseline run).
 
-May import: numpy, pandas, challenge_welding.constants, challenge_welding.errors and
+May import: numpy, pandas, challenge_welding.contract.names, challenge_welding.contract.errors and
 the other scoring modules; never report.
 """

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from challenge_welding.constants import PERTURBATIONS
+from challenge_welding.contract.names import PERTURBATIONS
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
 from challenge_welding.scoring.disclosure import hide_small, sequence_bins

@@ -14,7 +14,7 @@ distribution of the counts under the stratified bootstrap of scoring.bootstrap
 (resampling within class x perturbation x level); drawing counts instead of the 200,000
 samples of the performance set keeps this O(B x levels). The interval is the lower and
 upper (1 -/+ level)/2 quantiles of the ladder position ("lower"/"higher" integer
-quantiles, as the rank intervals of challenge_welding.significance).
+quantiles, as the rank intervals of challenge_welding.scoring.significance).
 
 ``relative_robustness`` is mCE-style (Hendrycks & Dietterich 2019): per type,
 ``CE_x = sum_l (1 - ML_l) / sum_l (1 - ML_l^base)`` over the non-zero levels published for

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from challenge_welding.constants import SET_NAMES
+from challenge_welding.contract.names import SET_NAMES
 from . import sources
 from .assemble import compute_analyses
 from .card import card_rows

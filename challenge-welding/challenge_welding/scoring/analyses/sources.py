@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from challenge_welding.constants import SET_NAMES
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import SET_NAMES
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.explainability_io import read_explainability
 
 MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)

@@ -14,7 +14,7 @@ perturbation per resample:
 ``score_{s,b} = 100 sum_k w_{b,k} f(x_{s,k,b}; alpha_{k,b})`` with f the rescaling of
 scoring.rescale. Per submission: P(first) = share of resamples where it ranks first
 (a tie for first shares the credit: 1/t each, so the probabilities sum to 1), and its
-rank interval (challenge_welding.significance.rank_intervals on these scores).
+rank interval (challenge_welding.scoring.significance.rank_intervals on these scores).
 No second pass over predictions: only the (S, B, 6) raw KPI draws.
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from challenge_welding.significance import rank_intervals, ranks
+from challenge_welding.scoring.significance import rank_intervals, ranks
 
 
 def draw_perturbations(w0, alpha1, alpha2, concentration, jitter, n, seed=0):

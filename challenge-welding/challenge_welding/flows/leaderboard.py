@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from challenge_welding.bundle.bundle import BUDGET_S_PER_IMAGE
-from challenge_welding.constants import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
-from challenge_welding.errors import ChallengeError
-from challenge_welding.scoring.registry import BY_KEY, KPIS, lower_better_keys
+from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.registry import BY_KEY, KPIS, lower_better_keys
 
 # Columns where a smaller value is better (costs, time, calibration errors): the criteria registry's.
 LOWER_BETTER = lower_better_keys()
@@ -215,8 +215,8 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     OUTPUT.pairwise.csv. baseline: the name of a ranked row (e.g. Solution-1's) that the
     relative robustness (mce column) compares with (leaderboard_analyses).
     """
-    from challenge_welding import leaderboard_analyses
-    from challenge_welding import leaderboard_significance as sig
+    from challenge_welding.scoring import leaderboard_analyses
+    from challenge_welding.scoring import leaderboard_significance as sig
 
     folders = [Path(f) for f in folders]
     names = list(names) if names else [f.resolve().name for f in folders]

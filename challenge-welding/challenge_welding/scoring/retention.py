@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import CLASSES, STATES
+from challenge_welding.contract.names import CLASSES, STATES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
 
@@ -102,7 +102,7 @@ def excess_cost_errors(y_true, predicted_state, seams, cost: dict, seam_weights:
     ideal = y if ideal_state is None else _codes(ideal_state, STATES)
     names, seam_codes = np.unique(np.asarray(seams).astype(str), return_inverse=True)
     w = np.array([float(seam_weights.get(s, default_seam_weight)) for s in names])
-    matrix = cost_matrix({"cost": cost})
+    matrix = cost_matrix(cost)
     unit = np.stack([m.sample_costs(y, x, matrix), m.sample_costs(y, ideal, matrix),
                      m.sample_costs(y, np.full(len(y), m.UNKNOWN), matrix)], axis=1)
     excess = m.seam_sample_weights(seam_codes, w) * (unit[:, 0] - unit[:, 1])

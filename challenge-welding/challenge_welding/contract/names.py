@@ -1,5 +1,7 @@
 """Names fixed by the contracts (docs/contracts.md)."""
 
+from challenge_welding.contract.registry import CRITERIA_KEYS, KPI_KEYS
+
 SET_NAMES = ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift")
 CLASSES = ("KO", "OK")
 STATES = ("KO", "OK", "UNKNOWN")
@@ -25,8 +27,6 @@ PRED_COLUMNS = (
 )
 
 # scores.json keys, in leaderboard order: read from the one registry of KPIs and criteria
-from challenge_welding.scoring.registry import CRITERIA_KEYS, KPI_KEYS  # noqa: E402
-
 SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
 
 VIRTUAL_KINDS = (

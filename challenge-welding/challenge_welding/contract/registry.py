@@ -54,14 +54,14 @@ def _c(value) -> str:
 
 
 def _ml_name(config) -> str:
-    ml = config["ml"]
-    return {"binary": f"F-beta of {ml['pos_label']}", "macro": "macro F-beta (KO, OK)",
-            "precision": f"precision of {ml['pos_label']}"}[ml["average"]]
+    ml = config.ml
+    return {"binary": f"F-beta of {ml.pos_label}", "macro": "macro F-beta (KO, OK)",
+            "precision": f"precision of {ml.pos_label}"}[ml.average]
 
 
 def _cost_parameters(config) -> dict:
-    return {"cost": config["cost"], "seam_weights": config["seam_weights"],
-            "default_seam_weight": config["default_seam_weight"]}
+    return {"cost": config.cost, "seam_weights": config.seam_weights,
+            "default_seam_weight": config.default_seam_weight}
 
 
 METRICS = (
@@ -69,20 +69,20 @@ METRICS = (
            lambda c: {**_cost_parameters(c), "ideal": "true class (UNKNOWN if labelled OOD)", "human": "UNKNOWN",
                       "drift": "samples not labelled OOD"}),
     Metric("ML", "F-beta = (1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP) of the positive class (or its variant)",
-           lambda c: {"metric": _ml_name(c), "beta": c["ml"]["beta"], "average": c["ml"]["average"],
-                      "pos_label": c["ml"]["pos_label"], "zero_division": c["ml"]["zero_division"],
+           lambda c: {"metric": _ml_name(c), "beta": c.ml.beta, "average": c.ml.average,
+                      "pos_label": c.ml.pos_label, "zero_division": c.ml.zero_division,
                       "UNKNOWN": "counts as not predicted positive"}),
     Metric("time_p95", "percentile of per-image predict time (s)",
-           lambda c: {"percentile": c["time"]["percentile"], "method": c["time"]["method"]}),
+           lambda c: {"percentile": c.time.percentile, "method": c.time.method}),
     Metric("UOP", "(C(yhat) - C_soft(p)) / (C(yhat) - C(ideal)); if C(yhat) - C(ideal) < tol (C(human) - "
                   "C(ideal)): 1 - (C_soft - C(ideal)) / (C(human) - C(ideal))",
-           lambda c: {"tol": c["kpis"]["uncertainty"]["degenerate_tol"]}),
+           lambda c: {"tol": c.kpis.uncertainty.degenerate_tol}),
     Metric("ECE", "sum_m |B_m|/N |acc(B_m) - conf(B_m)|, conf = max(p_KO, p_OK)/(p_KO + p_OK)",
-           lambda c: {"bins": c["kpis"]["uncertainty"]["ece_bins"],
+           lambda c: {"bins": c.kpis.uncertainty.ece_bins,
                       "binning": "equal width [m/M, (m+1)/M), last closed, empty skipped",
                       "empty subset": "0, reported"}),
     Metric("r_x", "trapezoid area of ML over the level axis / axis length (level 0 = clean rows)",
-           lambda c: {"weights": c["kpis"]["robustness"]["weights"], "ML": _ml_name(c)}),
+           lambda c: {"weights": c.kpis.robustness.weights, "ML": _ml_name(c)}),
     Metric("AUROC", "P(s_ood > s_in) + 0.5 P(s_ood = s_in)",
            lambda c: {"ties": "averaged", "constant or single class": 0.5}),
 )
@@ -122,34 +122,34 @@ CRITERIA = (
 
 
 def _perf(c):
-    k = c["kpis"]["perf"]
+    k = c.kpis.perf
     return (f"I_perf = ({_c(k['alpha_op'])} e^(-{_c(k['k_c'])} OP) + {_c(k['alpha_ml'])} ML) / "
             f"(1 + {_c(k['k_t'])} ln(1 + t))")
 
 
 def _uncertainty(c):
-    k = c["kpis"]["uncertainty"]
+    k = c.kpis.uncertainty
     return (f"I_U = clip(UOP) · clip(1 - {_c(k['calib_factor'])} ({_c(k['w_ko'])} ECE_KO + {_c(k['w_ok'])} "
             f"ECE_OK)), {k['ece_bins']} bins")
 
 
 def _robustness(c):
-    w = c["kpis"]["robustness"]["weights"]
+    w = c.kpis.robustness.weights
     return "I_rob = " + " + ".join(f"{_c(v)} r_{name}" for name, v in w.items())
 
 
 def _ood(c):
-    k = c["kpis"]["ood"]
+    k = c.kpis.ood
     return f"I_ood = {_c(k['w_syn'])} AUROC_syn + {_c(k['w_real'])} AUROC_real"
 
 
 def _generalization(c):
-    k = c["kpis"]["generalization"]
+    k = c.kpis.generalization
     return f"I_gen = {_c(k['alpha_op'])} e^(-{_c(k['k_op'])} OP_g) + {_c(k['alpha_ml'])} ML_g"
 
 
 def _drift(c):
-    k = c["kpis"]["drift"]
+    k = c.kpis.drift
     return f"I_drift = {_c(k['alpha_op'])} e^(-{_c(k['k_op'])} OP_d) + {_c(k['alpha_ood'])} AUROC_d"
 
 

@@ -1,8 +1,8 @@
 """Write the outputs of a scoring: scores.json, then details.json, then the page.
 
 Used by the ``score`` and ``evaluate`` commands and the Codabench scoring
-program. Imports run one way: data, scoring -> report -> pipeline -> commands.
-scores.json is written first, so whatever happens in the report the score is
+program. The numbers come from scoring (the score, then the extras), the page
+from report, which only draws them (docs/architecture.md). scores.json is written first, so whatever happens in the report the score is
 not lost; the extras and the page never change it (a failure there becomes a
 warning and a plain fallback page); details.json is written once, after the
 page, so it holds the page's warnings too.
@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
-from challenge_welding.report.extras import compute_extras, sample_traces
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.scoring.extras import compute_extras, sample_traces
 from challenge_welding.report.html import render_report
 from challenge_welding.scoring import draws
 from challenge_welding.scoring.score import details_json, score_predictions, write_output
@@ -30,7 +30,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
 
     ``verify=False`` (``score --unverified``) skips the provenance checks (said in
     the outputs). ``traces``: a parquet file for organisers with one row per
-    sample (report.extras.sample_traces); it must lie outside OUT, whose files
+    sample (scoring.extras.sample_traces); it must lie outside OUT, whose files
     are published. ``baseline``: a scored folder (Solution-1's OUT) for the relative
     robustness of the analyses. ``draws_path``: also write the bootstrap's per-resample values
     there for the leaderboard's significance (scoring.draws; not inside OUT).
@@ -55,7 +55,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     except Exception as exc:  # noqa: BLE001 - the extras never change the score: report the failure
         details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
     try:
-        page = render_report(details, config=scored.config)
+        page = render_report(details, scored.config)
     except Exception as exc:  # noqa: BLE001 - same for the page
         details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
         page = fallback_page(scores, exc)

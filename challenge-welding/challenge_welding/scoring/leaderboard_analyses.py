@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from challenge_welding.constants import KPI_KEYS
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.names import KPI_KEYS
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses.breaking_points import relative_robustness
 from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability
 from challenge_welding.scoring.config import load_config

@@ -19,9 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.data.build_sets import build_sets
+from challenge_welding.data.synth import generate_dataset, synth_output
+from challenge_welding.flows.evaluate import evaluate
+from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
@@ -92,11 +96,6 @@ def no_trust_copy(trained: Path, target: Path) -> None:
 
 def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
-    from challenge_welding.data.build_sets import build_sets
-    from challenge_welding.data.synth import generate_dataset, synth_output
-    from challenge_welding.evaluate import evaluate
-    from challenge_welding.leaderboard import leaderboard, output_paths, text_table
-
     if not (SOLUTIONS / "Solution-1" / "train.py").is_file():
         raise ChallengeError(f"{SOLUTIONS} not found: the demo runs from a clone of the repository "
                              "with the package installed in editable mode (`make demo`)")
@@ -142,11 +141,26 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
                ("Solution-1-no-trust", solutions / "Solution-1-no-trust")]
     entries += [(name, SOLUTIONS / name) for name in NAIVE]
     _say(f"4/5 evaluating {len(entries)} reference solutions -> {results}")
+    _evaluate_all(entries, data, results, steps, params)
+
+    _say("5/5 leaderboard (with the nine virtual solutions as reference rows)")
+    board = workdir / "leaderboard"
+    frame = leaderboard([results / name for name, _ in entries], board, virtual_data=data,
+                        virtual_dir=_fresh(workdir / "virtual"), title="Demo leaderboard")
+    steps.mark("leaderboard", params)
+    print(text_table(frame))
+    html_path, csv_path = output_paths(board)
+    _say(f"done in {time.perf_counter() - t0:.0f} s; leaderboard: {html_path} (and {csv_path.name}); "
+         f"detailed pages: {results}/<solution>/detailed_results.html")
+    return frame
+
+
+def _evaluate_all(entries, data: Path, results: Path, steps: Steps, params: dict) -> None:
+    """Evaluate each (name, folder) into results/<name>, reusing a solution already scored with these params."""
     failures = []
     for i, (name, folder) in enumerate(entries, 1):
         step_params = {**params, "solution": name}
-        marker = f"evaluate-{name}"
-        path = steps.dir / f"{marker}.json"
+        path = steps.dir / f"evaluate-{name}.json"
         if path.exists() and json.loads(path.read_text()) == step_params and \
                 (results / name / "scores.json").exists() and steps.done("evaluate", params):
             _say(f"    [{i}/{len(entries)}] {name}: reused")
@@ -163,14 +177,3 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     if failures:
         raise ChallengeError("demo: evaluation failed for " + "; ".join(failures))
     steps.mark("evaluate", params)
-
-    _say("5/5 leaderboard (with the nine virtual solutions as reference rows)")
-    board = workdir / "leaderboard"
-    frame = leaderboard([results / name for name, _ in entries], board, virtual_data=data,
-                        virtual_dir=_fresh(workdir / "virtual"), title="Demo leaderboard")
-    steps.mark("leaderboard", params)
-    print(text_table(frame))
-    html_path, csv_path = output_paths(board)
-    _say(f"done in {time.perf_counter() - t0:.0f} s; leaderboard: {html_path} (and {csv_path.name}); "
-         f"detailed pages: {results}/<solution>/detailed_results.html")
-    return frame

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.constants import STATES
+from challenge_welding.contract.names import STATES
 
 PROBA_SUM_TOL = 1e-3  # a probability row off 1 by more than this is renormalised (with a warning)
 PROBA_SUM_TOL_TEXT = np.format_float_scientific(PROBA_SUM_TOL, trim="-", exp_digits=1)  # "1e-3" in messages

@@ -1,34 +1,40 @@
-"""``challenge-welding`` command line: a thin dispatcher.
+"""``challenge-welding`` command line: a thin dispatcher over the table COMMANDS.
 
-Each sub-command lives in ``challenge_welding.commands.<module>`` and defines
-``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``. Command modules
-import heavy libraries inside ``run`` so that ``--help`` stays instant.
+Each sub-command is a module of ``challenge_welding.commands`` defining ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; ``run`` calls one flow
+(``challenge_welding.flows``) or one engine function. Command modules import the
+engine inside ``run`` so that ``--help`` stays instant (the engine loads pandas,
+matplotlib, pyarrow: seconds).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from challenge_welding import __version__
-from challenge_welding.errors import ChallengeError, exit_status_help
+from challenge_welding.commands import (
+    build_sets, bundle, calibrate, check_submission, demo, dry_run, evaluate, ingest, leaderboard, rehearse, score,
+    synth,
+    virtual,
+)
+from challenge_welding.contract.errors import ChallengeError, exit_status_help
 
-# command name -> module under challenge_welding.commands
+# command name -> its module (in --help order)
 COMMANDS = {
-    "synth": "synth",
-    "build-sets": "build_sets",
-    "ingest": "ingest",
-    "check-submission": "check_submission",
-    "score": "score",
-    "virtual": "virtual",
-    "calibrate": "calibrate",
-    "evaluate": "evaluate",
-    "leaderboard": "leaderboard",
-    "demo": "demo",
-    "bundle": "bundle",
-    "dry-run": "dry_run",
-    "rehearse": "rehearse",
+    "synth": synth,
+    "build-sets": build_sets,
+    "ingest": ingest,
+    "check-submission": check_submission,
+    "score": score,
+    "virtual": virtual,
+    "calibrate": calibrate,
+    "evaluate": evaluate,
+    "leaderboard": leaderboard,
+    "demo": demo,
+    "bundle": bundle,
+    "dry-run": dry_run,
+    "rehearse": rehearse,
 }
 
 
@@ -39,8 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(f"challenge_welding.commands.{module_name}")
+    for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         if p.epilog is None:  # every command documents its exit status, the same way

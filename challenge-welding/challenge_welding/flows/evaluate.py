@@ -1,4 +1,4 @@
-"""Evaluate one submission end to end: ingest it, then score its predictions (pipeline.score).
+"""Evaluate one submission end to end: ingest it, then score its predictions (flows.score).
 
 OUT/predictions/ holds the ingestion output (<set>.parquet, ingestion.json,
 logs); OUT/ holds scores.json, details.json and detailed_results.html. A
@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from challenge_welding.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.flows.score import score
+from challenge_welding.ingestion.run import ingest
+from challenge_welding.scoring.draws import draws_path
 
 
 def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
@@ -22,10 +25,6 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     submission fails (ingestion status not "ok", predictions refused by the
     scorer), ChallengeError (exit 2) for bad data or options.
     """
-    from challenge_welding.ingestion.run import ingest
-    from challenge_welding.pipeline import score
-    from challenge_welding.scoring.draws import draws_path
-
     submission, data, output = Path(submission), Path(data), Path(output)
     input_data, reference = data / "input_data", data / "reference_data"
     for folder in (input_data, reference):

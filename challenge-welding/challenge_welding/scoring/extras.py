@@ -4,7 +4,7 @@
 curves (rows labelled OOD, column `ood` = 1, left out: both judge the class probabilities,
 and an OOD image has no right class answer); and the reduced data of the page's charts:
 reliability bins of the performance set, ROC curves of the OOD sets, the drift sequence
-in bins. Everything published aggregates at least config["disclosure"]["min_samples"]
+in bins. Everything published aggregates at least config.disclosure.min_samples
 samples per number or curve point (scoring.disclosure); summaries (R-AUC, AUROC, ECE)
 use all samples. The arithmetic shared with the score comes from scoring (metrics,
 disclosure); everything returned is JSON-serialisable (NaN -> None).
@@ -15,14 +15,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
-from challenge_welding.constants import CLASSES, SET_NAMES
+from challenge_welding.contract.names import CLASSES, SET_NAMES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.disclosure import curve_steps, roc_points, sequence_bins
-from .reliability import reliability_bins
-from .retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
-from .trust_opinion import model_opinion
+from challenge_welding.scoring.reliability import reliability_bins
+from challenge_welding.scoring.retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
+from challenge_welding.scoring.trust_opinion import model_opinion
 
 UNCERTAINTY = "1 - max(p_KO, p_OK)"
 OOD_SETS = ("ood_real", "ood_synthetic", "drift")
@@ -61,9 +62,9 @@ def set_extras(frame, config, name: str = "") -> dict:
     it was resolved (prEN 18281 6.1): rows with p_KO + p_OK = 0, a class absent from the
     set, an excess cost that could not be normalised.
     """
-    bins, prior_weight = config["extras"]["trust"]["bins"], config["extras"]["trust"]["prior_weight"]
-    points, min_samples = config["disclosure"]["points"], config["disclosure"]["min_samples"]
-    cost, seam_weights, default_w = config["cost"], config["seam_weights"], config["default_seam_weight"]
+    bins, prior_weight = config.extras.trust.bins, config.extras.trust.prior_weight
+    points, min_samples = config.disclosure.points, config.disclosure.min_samples
+    cost, seam_weights, default_w = config.cost, config.seam_weights, config.default_seam_weight
 
     n_all = len(frame)
     if "ood" in frame.columns:
@@ -120,15 +121,15 @@ def compute_extras(frames, config=None) -> dict:
     packaged default).
     """
     config = config or load_config()
-    disclosure = config["disclosure"]
+    disclosure = config.disclosure
     out = {"primary_set": "performance", "uncertainty": UNCERTAINTY, "sets": {}, "skipped": [],
            "parameters": {
-               "trust_bins": config["extras"]["trust"]["bins"],
-               "trust_prior_weight": config["extras"]["trust"]["prior_weight"],
+               "trust_bins": config.extras.trust.bins,
+               "trust_prior_weight": config.extras.trust.prior_weight,
                "trust_base_rate": "class prior",
                "trust_fusion": "cumulative (evidence summed)",
-               "retention_points": disclosure["points"],
-               "min_samples": disclosure["min_samples"],
+               "retention_points": disclosure.points,
+               "min_samples": disclosure.min_samples,
                "retention_ties": "averaged per uncertainty group",
                "retention_area": "trapezoid over retention fraction [0, 1]",
                "ood_rows": "excluded"}}
@@ -155,7 +156,7 @@ def reliability(frame, config) -> dict:
         return {}
     y = _class_codes(frame)
     proba = frame[["scores KO", "scores OK", "scores UNKNOWN"]].to_numpy(float)
-    bins, min_samples = config["kpis"]["uncertainty"]["ece_bins"], config["disclosure"]["min_samples"]
+    bins, min_samples = config.kpis.uncertainty.ece_bins, config.disclosure.min_samples
     return {f"true {c}": reliability_bins(y[y == code], proba[y == code], bins, min_samples)
             for code, c in enumerate(CLASSES)}
 
@@ -170,7 +171,7 @@ def roc(frame, config) -> dict | None:
     s = frame["scores OOD"].to_numpy(float)
     if y.min() == y.max():
         return {"note": "one OOD class only: AUROC undefined"}
-    points = roc_points(y, s, config["disclosure"]["points"], config["disclosure"]["min_samples"])
+    points = roc_points(y, s, config.disclosure.points, config.disclosure.min_samples)
     return {**points, "auroc": float(m.roc_auc(y, s)), "n": int(len(y)), "n_ood": int(y.sum())}
 
 
@@ -182,7 +183,7 @@ def drift_sequence(frame, config) -> dict | None:
         frame = frame.sort_values("position", kind="stable")
     score = frame["scores OOD"].to_numpy(float)
     ood = frame["ood"].to_numpy().astype(int) if "ood" in frame.columns else np.zeros(len(frame), int)
-    return sequence_bins(score, ood, config["disclosure"]["points"], config["disclosure"]["min_samples"])
+    return sequence_bins(score, ood, config.disclosure.points, config.disclosure.min_samples)
 
 
 def sample_traces(frames, config):
@@ -191,8 +192,6 @@ def sample_traces(frames, config):
     Columns: set, sample_id, class, predicted_state, ood (label, -1 without one), uncertainty,
     misclassification, excess_cost (in the set's OP units, OOD-labelled rows: NaN), scores OOD.
     """
-    import pandas as pd
-
     parts = []
     for name, frame in frames.items():
         y = frame["class"].to_numpy().astype(str)
@@ -201,7 +200,7 @@ def sample_traces(frames, config):
         inlier = ood != 1
         excess = np.full(len(frame), np.nan)
         excess[inlier] = excess_cost_errors(y[inlier], x[inlier], frame["welding-seams"].to_numpy()[inlier],
-                                            config["cost"], config["seam_weights"], config["default_seam_weight"])[0]
+                                            config.cost, config.seam_weights, config.default_seam_weight)[0]
         parts.append(pd.DataFrame({
             "set": name, "sample_id": frame["sample_id"].astype(str).to_numpy(), "class": y, "predicted_state": x,
             "ood": ood, "uncertainty": uncertainty_from_probs(frame["scores KO"], frame["scores OK"]),

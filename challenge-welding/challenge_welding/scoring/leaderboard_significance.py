@@ -3,19 +3,21 @@
 For the scored folders OUT given to ``leaderboard``, the per-resample values
 live in ``<OUT>.draws.npz`` (scoring.draws). Runs are compared only when their
 fingerprints are equal (same reference data, config, seed and B); the
-arithmetic is in challenge_welding.significance.
+arithmetic is in challenge_welding.scoring.significance.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from challenge_welding.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring import draws as draws_io
-from challenge_welding.significance import ALPHA, LEVEL, Comparison, compare
+from challenge_welding.scoring.significance import ALPHA, LEVEL, Comparison, compare
 
 # how the page words "row beats column" for each metric
 VERBS = {
@@ -54,9 +56,7 @@ def load(folders, names, required: bool | None):
         if required:
             raise ChallengeError(f"--significance needs the per-resample values of every scored folder; missing: "
                                  f"{', '.join(missing)} (written by `evaluate`, or `score --draws FILE`)")
-        import sys
-
-        print(f"note: no significance columns ({len(missing)} of {len(paths)} draws files missing, "
+            print(f"note: no significance columns ({len(missing)} of {len(paths)} draws files missing, "
               f"e.g. {missing[0]})", file=sys.stderr)
         return None
     return {n: draws_io.load(p) for n, p in paths.items()}
@@ -112,8 +112,6 @@ def add_columns(frame, metrics: dict):
 
 def pairwise_frame(metrics: dict):
     """Long table: metric, a, b, P(a > b), p-value, distinguishable (Holm) for every ordered pair."""
-    import pandas as pd
-
     records = []
     for key, m in metrics.items():
         r = m.result
