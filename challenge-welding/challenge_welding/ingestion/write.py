@@ -32,8 +32,8 @@ import pandas as pd
 
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
-from challenge_welding.contract.files import sha256_bytes, write_atomic  # the hash the scorer checks
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
+from challenge_welding.contract.files import sha256_bytes  # the hash the scorer checks
 
 STAGE_PREFIX = ".cw-publish-"
 
@@ -53,8 +53,90 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-from challenge_welding.contract.files import sha256_bytes, write_atomic  # the hash the scorer checks
-from challenge_welding.scoring.explainability_io import file_name as maps_file_name
+def set_files(answers: dict[str, SetAnswers]) -> dict[str, bytes]:
+    """{file name: bytes} of every set answered: its predictions and, when returned, its maps."""
+    files = {}
+    for a in answers.values():
+        files[f"{a.name}.parquet"] = parquet_bytes(frame(a))
+        if a.maps is not None:
+            files[maps_file_name(a.name)] = a.maps
+    return files
+
+
+def remove_entry(path: Path) -> None:
+    """Remove a file, a link (not its target) or a folder; nothing there is fine."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def snapshot(output: Path) -> dict:
+    """{relative path: (inode, ctime_ns, size)} of everything under ``output``, links not
+    followed. The ctime cannot be set back by an unprivileged process: a file rewritten
+    in place shows."""
+    out = {}
+    for folder, dirs, files in os.walk(output):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, output)] = (st.st_ino, st.st_ctime_ns, st.st_size)
+    return out
+
+
+def clean_output(output: Path, keep, before: dict) -> tuple[list[str], list[str]]:
+    """Remove what appeared under ``output`` since ``before`` (a :func:`snapshot`), except
+    the top-level names in ``keep`` (about to be written). Returns (removed, changed): the
+    removed paths (the top of each removed tree) and the files there before whose content
+    changed, both relative and sorted. Folders there before are walked: a file planted in
+    a folder of the user's (or the submission's copy Codabench puts there) goes too."""
+    removed, changed = [], []
+    for folder, dirs, files in os.walk(output):
+        rel_folder = os.path.relpath(folder, output)
+        for name in sorted(dirs + files):
+            rel = os.path.normpath(os.path.join(rel_folder, name))
+            if rel_folder == "." and name in keep:
+                if name in dirs:
+                    dirs.remove(name)  # replaced by the writer: not walked
+                continue
+            if rel not in before:
+                removed.append(rel)
+                remove_entry(output / rel)
+                if name in dirs:
+                    dirs.remove(name)
+            else:
+                st = os.lstat(output / rel)
+                if name in files and (st.st_ino, st.st_ctime_ns, st.st_size) != before[rel]:
+                    changed.append(rel)
+    return sorted(removed), sorted(changed)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
+    """Write ``files`` through a private folder, then move each into place; return the
+    manifest {name: sha256 hex of the bytes written}."""
+    stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=output))
+    try:
+        manifest = {}
+        for name, data in files.items():
+            _write_new(stage / name, data)
+            manifest[name] = sha256_bytes(data)
+        for name in files:
+            remove_entry(output / name)  # a planted folder would make the rename fail
+            os.replace(stage / name, output / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return manifest
 
 
 def report_bytes(data: dict) -> bytes:
