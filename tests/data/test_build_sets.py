@@ -100,6 +100,10 @@ def test_generalization_is_the_unseen_seams(built, unseen):
     assert len(g) == len(unseen)  # below generalization.max_size: every row
     assert sorted(g["class"]) == sorted(unseen["class"])
     assert sorted(g["welding-seams"]) == sorted(unseen["welding-seams"])
+    # who labelled each photo travels with it (private reference side: expert-only KPIs)
+    assert sorted(zip(g["class"], g["labelling_type"])) == \
+        sorted(zip(unseen["class"], unseen["labelling_type"]))
+    assert "labelling_type" not in inp(built, "generalization").columns
 
 
 def test_robustness_ladders_balance_and_levels(built, cfg):

@@ -39,7 +39,7 @@ def with_analyses(report_frames, scoring_config, details_factory):
     details["analyses"] = compute_analyses(report_frames, scoring_config, maps=maps, masks=masks,
                                            robustness=details["robustness"])
     details["metric_card"]["metrics"] = details["metric_card"].get("metrics", []) + card_rows(scoring_config)
-    return details, render_report(details, report_frames, scoring_config), n_ko
+    return details, render_report(details, scoring_config), n_ko
 
 
 def test_section_shows_every_analysis(with_analyses):
@@ -68,10 +68,10 @@ def test_section_shows_every_analysis(with_analyses):
 def test_no_maps_and_no_section_data_are_said_plainly(report_frames, scoring_config, details_factory):
     details = details_factory(report_frames, scoring_config)
     details["analyses"] = compute_analyses(report_frames, scoring_config)
-    html = render_report(details, report_frames, scoring_config)
+    html = render_report(details, scoring_config)
     assert "Not provided: no maps: the submission returned no explainability output" in html
     details.pop("analyses")
-    html = render_report(details, report_frames, scoring_config)
+    html = render_report(details, scoring_config)
     assert "The scoring wrote no analyses." in html
 
 
@@ -81,7 +81,7 @@ def test_section_in_headless_chromium(with_analyses, report_frames, scoring_conf
     from PIL import Image
 
     _, html, _ = with_analyses
-    plain = render_report(details_factory(report_frames, scoring_config), report_frames, scoring_config)
+    plain = render_report(details_factory(report_frames, scoring_config), scoring_config)
 
     def last_ink_row(text, name):
         path = tmp_path / f"{name}.html"

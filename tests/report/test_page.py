@@ -160,7 +160,7 @@ def test_each_kpi_says_what_its_rescaled_value_means(page, report_details):
     assert text.count("Rescaled = raw: no reference solution to compare with on this KPI.") == 1
 
 
-def test_trust_opinion_has_a_plain_reading(report_details, report_frames, scoring_config):
+def test_trust_opinion_has_a_plain_reading(report_details, scoring_config):
     import copy
 
     details = copy.deepcopy(report_details)
@@ -168,7 +168,7 @@ def test_trust_opinion_has_a_plain_reading(report_details, report_frames, scorin
     opinions["classes"]["KO"]["opinion"].update(b=0.13, d=0.86, u=0.01)  # the demo winner's, as issue 18 saw it
     opinions["classes"]["OK"]["opinion"].update(b=0.66, d=0.33, u=0.01)
     opinions["model"].update(b=0.51, d=0.48, u=0.01)
-    html = render_report(details, report_frames, scoring_config)
+    html = render_report(details, scoring_config)
     rows = html.split('id="trust-table">')[1].split("</table>")[0].split("<tr>")[2:]
     readings = [r.split('class="l reading">')[1].split("</td>")[0].strip() for r in rows]
     assert [r.split(":")[0] for r in readings] == ["mostly disbelief", "mostly belief", "split"]

@@ -276,10 +276,10 @@ def test_expert_kpis_use_only_expert_rows(reference_maker, tmp_path):
 
 # --- config ------------------------------------------------------------------------------------------
 def test_analyses_settings_in_the_config():
-    raw = load_config()
+    raw = load_config().as_dict()
     assert raw["analyses"]["drift_false_alarm_rate"] == 0.05 and raw["analyses"]["ood_tpr"] == 0.95
     old = {k: v for k, v in raw.items() if k != "analyses"}
-    assert validate_config(old)["analyses"] == raw["analyses"]  # older configs keep working
+    assert validate_config(old).analyses.as_dict() == raw["analyses"]  # older configs keep working
     bad = dict(raw, analyses=dict(raw["analyses"], ood_tpr=1.5))
     with pytest.raises(ChallengeError, match="analyses.ood_tpr"):
         validate_config(bad, "x.yaml")

@@ -2,12 +2,8 @@
 
 import time
 
-import pandas as pd
-
-from challenge_welding.contract.names import SET_NAMES
-from challenge_welding.data.build_sets import (build_sets, format_size_table, load_build_config,
-                                                training_meta_path)
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.names import SET_NAMES
 
 HELP = "Build the six evaluation sets (and calibrate the scoring config) from a source dataset."
 
@@ -66,6 +62,12 @@ def parse_caps(text, base=None):
 
 
 def run(args):
+    # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    import pandas as pd
+
+    from challenge_welding.data.build_sets import (build_sets, format_size_table, load_build_config,
+                                                    training_meta_path)
+
     caps, ladder = parse_caps(args.max_per_set, args.robustness_base)
     config = args.config
     if ladder is not None:

@@ -681,7 +681,7 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
         for name, table in tables.items():
             write_parquet(table[list(INPUT_COLUMNS)], work / "input_data" / name / "metadata.parquet")
             ref_cols = ["sample_id", "class", "welding-seams"] + \
-                [c for c in ("perturbation", "level", "ood", "position") if c in table.columns]
+                [c for c in ("perturbation", "level", "ood", "position", "labelling_type") if c in table.columns]
             write_parquet(table[ref_cols], work / "reference_data" / f"{name}.parquet")
         _write_training(source_rows.loc[training], work / TRAINING_NAME)
         _install(work, out)
@@ -728,7 +728,10 @@ def _plan_files(meta, sets, work, seed, cfg):
                 (str(folder / rel), item["op"], [seed, set_idx, int(j)], mask_out))
             records.append({"sample_id": sid, "path": rel, "welding-seams": row["welding-seams"],
                             "resolution": _resolution(row.get("resolution")),
-                            "class": row["class"], **item["labels"]})
+                            "class": row["class"], **item["labels"],
+                            # who labelled it (expert / operator): the analyses' expert-only KPIs
+                            **({"labelling_type": str(row["labelling_type"])}
+                               if isinstance(row.get("labelling_type"), str) else {})})
         tables[name] = pd.DataFrame(records)
     (work / "reference_data").mkdir(exist_ok=True)
     tasks = [(meta.loc[r, "_file"], meta.loc[r, "_mask"] if has_masks and any(c[3] for c in copies) else None,

@@ -95,6 +95,10 @@ class Section:
     def __getitem__(self, name):
         return getattr(self, name)
 
+    def as_dict(self) -> dict:
+        """The section as plain data, in the YAML's order (details.json, fingerprints)."""
+        return dataclasses.asdict(self)
+
 
 # --- the config, one dataclass per YAML mapping (field order = the YAML's order) ---------------
 # Adding a key: one field below (`name: type = key(CHECKER)`, or `key(CHECKER, default)` when older
@@ -254,10 +258,6 @@ class ScoringConfig(Section):
                                         "weights": {"concentration": 200.0, "jitter": 0.02,
                                                     "seed": 0}})
     extras: Extras = key(Extras)
-
-    def as_dict(self) -> dict:
-        """The validated config as plain data, in the YAML's order (details.json, fingerprints)."""
-        return dataclasses.asdict(self)
 
 
 # Weight vectors docs/scoring.md defines as summing to 1 (path of the mapping, keys summed).

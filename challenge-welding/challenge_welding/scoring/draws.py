@@ -79,9 +79,10 @@ def build(values: dict, scores: dict, reference_sha256: dict, config: ScoringCon
               "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
               "config_sha256": hashlib.sha256(json.dumps(config.as_dict(), sort_keys=True, default=str).encode()).hexdigest(),
               "version": __version__}
-    header["rescaling"] = config["rescaling"]          # the weight sensitivity jitters these breakpoints
-    header["final_weights"] = config["final_weights"]  # and draws weights around these
-    header["analyses"] = config.get("analyses")        # with this concentration and jitter
+    plain = config.as_dict()
+    header["rescaling"] = plain["rescaling"]          # the weight sensitivity jitters these breakpoints
+    header["final_weights"] = plain["final_weights"]  # and draws weights around these
+    header["analyses"] = plain["analyses"]            # with this concentration and jitter
     keys = DRAW_KEYS + tuple(k for k in RAW_KEYS if k in values)
     return Draws({k: np.asarray(values[k], dtype=float) for k in keys},
                  {k: float(scores[k]) for k in DRAW_KEYS}, header["fingerprint"], header)

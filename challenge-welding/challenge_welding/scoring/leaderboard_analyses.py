@@ -30,7 +30,7 @@ def weight_stability(draws: dict) -> dict:
     """{name: (p_first, rank_lo, rank_hi)} and a note, from {name: scoring.draws.Draws}."""
     names = list(draws)
     first = draws[names[0]].header
-    default = load_config()
+    default = load_config().as_dict()  # plain data, like the draws' header
     params = (first.get("analyses") or default["analyses"])["weights"]
     rescaling = first.get("rescaling") or default["rescaling"]
     w0 = np.array([(first.get("final_weights") or default["final_weights"])[k] for k in KPI_KEYS])

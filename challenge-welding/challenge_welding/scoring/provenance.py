@@ -152,7 +152,7 @@ def check_sandbox(predictions_dir, config: dict, verify: bool = True) -> str:
         report = {}
     report = report if isinstance(report, dict) else {}
     box = report.get("sandbox")
-    if config.get("integrity", {}).get("require_sandbox") and report.get("origin") != "virtual" \
+    if config.integrity.require_sandbox and report.get("origin") != "virtual" \
             and not (isinstance(box, dict) and box.get("landlock_abi")):
         raise SubmissionFailed(f"{path}: the submission ran without a sandbox (no Landlock) and "
                                "the scoring config requires one (integrity.require_sandbox)")

@@ -57,7 +57,7 @@ def cost_section(frame, config):
     """The performance set's cost-coverage curve, operating point, best thresholds and AURC-type summaries."""
     d = config["disclosure"]
     y, pred = _codes(frame)
-    cost = cost_matrix(config)
+    cost = cost_matrix(config.cost)
     v = _seam_weights(frame, config)
     p_ko = frame["scores KO"].to_numpy(float)
     own, own_cov = cost_coverage.decision_cost(y, pred, cost, v)
@@ -178,6 +178,6 @@ def compute_analyses(frames, config, maps=None, masks=None, labelling=None, base
     else:
         out["relative_robustness"] = {"available": True, "baseline": baseline["name"],
                                       **breaking_points.relative_robustness(robustness, baseline["robustness"])}
-    out["parameters"] = {**config["analyses"], "min_samples": config["disclosure"]["min_samples"],
+    out["parameters"] = {**config.analyses.as_dict(), "min_samples": config["disclosure"]["min_samples"],
                          "map_scale": MAP_SCALE}
     return clean(out)
