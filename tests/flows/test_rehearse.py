@@ -98,8 +98,9 @@ def test_rehearsal_runs_from_one_command(tmp_path):
             assert s["output_mb"] == pytest.approx(tree_bytes(s["output"]) / 1e6), s["name"]
     root = work / "n60"
     # the synth store holds the 60 images (+ parquet), the sets as many images as their metadata rows
-    store_images = [f for d, _, fs in os.walk(root / "store") for f in fs if f.endswith((".jpeg", ".jpg", ".png"))]
-    assert len(store_images) == 60
+    store_images = [f for d, _, fs in os.walk(root / "store") for f in fs
+                    if f.endswith((".jpeg", ".jpg", ".png")) and not f.endswith("_mask.png")]
+    assert len(store_images) == 60  # the KO welds' defect masks beside them aside
     for name, count in size["eval_images"].items():
         assert count == len(list((root / "data" / "input_data" / name / "images").iterdir())) > 0
     assert set(size["eval_images"]) == {"performance", "robustness", "ood_real", "ood_synthetic",
