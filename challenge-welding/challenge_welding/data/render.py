@@ -143,6 +143,8 @@ def render_weld_and_mask(rng, seam, width, height, defects=(), ood_kind=None, ok
     return img, mask
 
 
+# over 60 lines on purpose: the order of the random draws must read top to bottom (a seed
+# shows the same weld at every size)
 def _scene(rng, seam, w, h, defects, ood_kind, ok_spatter):
     """The weld as seen through a perfect lens (float32 BGR, w x h) and the defects'
     coverage (float32 in [0, 1], or None without defects). Hand-written drawing: see the

@@ -263,6 +263,7 @@ def solution_folders(names) -> list[str]:
     return list(names)
 
 
+# over 60 lines: the competition's stages in their order, one measured call each
 def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50, ko_share: float = 0.05,
                   solutions=("Solution-1", "Solution-1-no-trust") + NAIVE, log=print) -> dict:
     """The whole competition at ``n`` images in ``work`` (emptied first); its stages' figures.

@@ -138,6 +138,7 @@ def _manifest_findings(root: Path, site: Path) -> list[Finding]:
     return [Finding("ok", f"every file of {sub.PACKAGE}/ is installed (MANIFEST.in)")]
 
 
+# over 60 lines: the checks in the order a participant reads their findings
 def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: int = 4,
                      batch_size: int = 2, log=print) -> list[Finding]:
     """Check a submission folder or zip; return the findings (also printed through ``log``)."""

@@ -315,6 +315,7 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     raise AssertionError("unreachable")
 
 
+# over 60 lines: one install attempt, step by step under one sandbox, reaper and log
 def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind, wheelhouse,
            no_index, timeout, log, sandbox) -> Environment:
     """One attempt: ``mode`` "published" keeps the pin, "stand-in" puts our shim in its place."""

@@ -144,6 +144,8 @@ def first_call_timings(child: Child, pool: BufferPool, msg: dict, what: str, war
     return timings
 
 
+# over 60 lines: the timed loop (hand-over, answer, refill) kept in one place so that no
+# decoding can slip into a timed call
 def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str],
                 paths: list[str], meta: list[dict], *, batch_size: int, workers: int,
                 exclusive: bool, first: bool, warmup: bool, stock_bytes: int = 0,

