@@ -330,7 +330,7 @@ class Watchdog:
             tasks = _tasks()
             if tasks - self.base <= self.limit:
                 continue
-            n = len(group_members(self.pgid))
+            n = self._live()
             if n <= self.limit:  # others' processes grew (a busy machine): scan only on new growth
                 self.base = tasks - n
                 continue
@@ -339,6 +339,21 @@ class Watchdog:
                              f"({n} counted): a fork storm, stopped")
                 end_group(self.pgid, timeout=30.0, skip=self.pgid)
                 return
+
+    def _live(self) -> int:
+        """The group's live processes; its zombies that are ours (orphans of a fork-and-exit
+        chain, re-parented to us as the subreaper) are reaped here, not counted: a chain of
+        short-lived processes is not a storm, and unreaped it would exhaust the pid space."""
+        me, live = os.getpid(), 0
+        for pid, (ppid, state) in group_members(self.pgid).items():
+            if state != "Z":
+                live += 1
+            elif ppid == me and pid != self.pgid:  # the child itself is Popen's to reap
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        return live
 
     def stop(self) -> None:
         self._stop.set()
