@@ -212,6 +212,7 @@ class Child:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 pass
+            self._pending_error()  # its own error report, when it sent one before closing
             self._fault(stage, f"the submission {describe_exit(self.proc.poll())} during {what}")
         except wire.WireError as exc:
             self._fault(stage, f"the submission broke the message protocol during {what}: {exc}; "
@@ -220,18 +221,38 @@ class Child:
             self._fault(stage, f"the evaluator could not handle the submission's message during "
                                f"{what} ({type(exc).__name__}: {str(exc)[:200]})")
 
+    def _pending_error(self) -> None:
+        """Raise the child's error report if one is complete on the socket: a child that
+        reports an exception and exits may close its end while we were sending or waiting,
+        and its own message says more than its exit status."""
+        try:
+            header = self.channel.read_header(proto.header_cap(0), time.monotonic() + 0.5,
+                                              lambda: False)
+        except Exception:  # noqa: BLE001 - nothing usable waiting: the exit status it is
+            return
+        if header.get("op") == proto.OP_ERROR:
+            try:
+                err = wire.check_error(header)
+            except wire.WireError:
+                return
+            self.kill()
+            raise self._reported(err)
+
     def _header(self, cap: int, deadline: float | None) -> dict:
         """The next header; the child's own error report becomes its ChildFault."""
         header = self.channel.read_header(cap, deadline, self._alive)
         if header["op"] == proto.OP_ERROR:
-            err = wire.check_error(header)
-            self.output.join(1.0)
-            where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
-                     "load_model": "load_model()", "predict": "predict()"}[err["stage"]]
-            raise ChildFault(f"the submission raised {err['message']} in {where}"
-                             + ("" if err["stage"] != "predict" else f" ({self._what})")
-                             + hint(err["message"]), err["traceback"], err["stage"])
+            raise self._reported(wire.check_error(header))
         return header
+
+    def _reported(self, err: dict) -> ChildFault:
+        """The child's own error report as its ChildFault."""
+        self.output.join(1.0)
+        where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
+                 "load_model": "load_model()", "predict": "predict()"}[err["stage"]]
+        return ChildFault(f"the submission raised {err['message']} in {where}"
+                          + ("" if err["stage"] != "predict" else f" ({self._what})")
+                          + hint(err["message"]), err["traceback"], err["stage"])
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, timeout: float) -> dict:
