@@ -36,11 +36,11 @@ def plain(path):
     return cv2.imread(path, cv2.IMREAD_COLOR)[:, :, ::-1]
 
 
-@pytest.mark.parametrize("ahead", [True, False])
-def test_buffer_pixels_equal_a_plain_decode(images, ahead):
-    batches = [images[0:3], images[3:5], images[5:7], images[0:2]]  # the last batch reuses a buffer
+def check_pixels(batches, ahead) -> BufferPool:
+    """Every batch's buffer, mapped as the child maps it, holds the plain decode's pixels."""
     pool = BufferPool(held=lambda idents: set())  # nobody holds a returned buffer: reused
-    pre = Prefetcher(batches, pool, workers=2, lookahead=2, ahead=ahead, stock_bytes=64 << 20)
+    # stock of 32 MiB: e.g. bursts of batches 0-1, then 2-3 in the first burst's buffers
+    pre = Prefetcher(batches, pool, workers=2, lookahead=2, ahead=ahead, stock_bytes=32 << 20)
     try:
         for batch in pre:
             mm = mmap.mmap(batch.buffer.fd, batch.buffer.size)  # as the child maps it
@@ -55,4 +55,41 @@ def test_buffer_pixels_equal_a_plain_decode(images, ahead):
     finally:
         pre.close()
         pool.close()
-    assert pool.reused >= 1
+    return pool
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_buffer_pixels_equal_a_plain_decode(images, ahead):
+    batches = [images[0:3], images[3:5], images[5:7], images[0:2]]  # the last batch reuses a buffer
+    assert check_pixels(batches, ahead).reused >= 1
+
+
+@pytest.fixture(scope="module")
+def odd_files(tmp_path_factory, images):
+    """Files whose header alone does not give the decoded size: an EXIF-rotated JPEG (the
+    decoder turns it), and a JPEG and a PNG whose header size is unknown to the probe."""
+    from PIL import Image
+
+    folder = tmp_path_factory.mktemp("odd")
+    rng = np.random.default_rng(1)
+    img = cv2.GaussianBlur(rng.integers(0, 256, (300, 500, 3), dtype=np.uint8), (5, 5), 0)
+    pil = Image.fromarray(img[:, :, ::-1])
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    rotated = str(folder / "rotated.jpeg")
+    pil.save(rotated, quality=90, exif=exif)
+    assert cv2.imread(rotated, cv2.IMREAD_COLOR).shape == (500, 300, 3)  # the decoder turns it
+    from challenge_welding.ingestion.decode import probe
+
+    assert probe(rotated) == (500, 300)  # the header read knows it: decoded in place
+    return [rotated, images[1], images[3]]
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_sizes_the_header_does_not_give_are_laid_out_again(odd_files, ahead, monkeypatch):
+    from challenge_welding.ingestion import decode
+
+    real = decode.probe
+    lied = {odd_files[1]: (100, 100), odd_files[2]: None}  # a wrong size, an unread header
+    monkeypatch.setattr(decode, "probe", lambda p: lied[p] if p in lied else real(p))
+    check_pixels([odd_files[:1], odd_files, odd_files[1:]], ahead)

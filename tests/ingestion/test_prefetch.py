@@ -72,8 +72,8 @@ def test_exclusive_mode_decodes_in_bursts_of_the_stock_between_predicts(tmp_path
     batches = [paths[i:i + 2] for i in range(0, 14, 2)]
     stats = DecodeStats()
     pool = BufferPool(keep=10)
-    # a batch of these small images takes one buffer step (8 MiB): a stock of 3 batches,
-    # bursts of 1 (sizes not known yet), then 3, 3
+    # a batch of these small images takes one buffer step (8 MiB): a stock of 3 batches
+    # (sizes read from the headers before decoding), bursts of 3, 3, then 1
     pre = Prefetcher(batches, pool, workers=2, lookahead=1, stats=stats, ahead=False,
                      stock_bytes=3 * STEP)
     decoded_when_held, predicts = [], []
@@ -84,9 +84,23 @@ def test_exclusive_mode_decodes_in_bursts_of_the_stock_between_predicts(tmp_path
         predicts.append((t0, time.perf_counter()))
         pool.give_back(batch.buffer, held=False)
     pre.close()
-    # batches 0 | 1 2 3 | 4 5 6: each burst wholly decoded before its first batch is held
-    assert decoded_when_held == [2, 8, 8, 8, 14, 14, 14]
+    # batches 0 1 2 | 3 4 5 | 6: each burst wholly decoded before its first batch is held
+    assert decoded_when_held == [6, 6, 6, 12, 12, 12, 14]
     overlaps = [(d, p) for d in stats.intervals for p in predicts if d[0] < p[1] and p[0] < d[1]]
     assert overlaps == []
-    assert (pool.made, pool.reused) == (3, 4)  # 1, then 1 reused + 2 made, then 3 reused
+    assert (pool.made, pool.reused) == (3, 4)  # 3 made, then 3 reused, then 1 reused
+    pool.close()
+
+
+def test_prefilled_buffers_serve_a_whole_stock_without_making_any(tmp_path):
+    paths = make_jpegs(tmp_path, 12)
+    batches = [paths[i:i + 2] for i in range(0, 12, 2)]
+    pool = BufferPool(keep=10, held=lambda idents: set())
+    pool.prefill(100, 4)  # as the ingestion does while the child starts: 4 buffers of 8 MiB
+    assert (pool.made, pool.reused, len(pool.free)) == (4, 0, 4)
+    pre = Prefetcher(batches, pool, workers=2, lookahead=1, ahead=False, stock_bytes=3 * STEP)
+    for batch in pre:
+        pool.hand_back(batch.buffer)
+    pre.close()
+    assert (pool.made, pool.reused) == (4, 6)  # bursts of 3 and 3, all in prefilled buffers
     pool.close()

@@ -162,6 +162,18 @@ class BufferPool:
             self.made += 1
         return BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs)
 
+    def prefill(self, nbytes: int, count: int) -> None:
+        """Make ``count`` buffers for batches of ``nbytes`` and write every page once, ready
+        for reuse: run while the child imports and loads its model, so that a fresh page's
+        cost (allocation, zeroing, the fault; as much CPU as decoding into it) is not paid
+        during a set."""
+        for _ in range(min(count, self.keep)):
+            buffer = BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs)
+            np.ndarray(buffer.size, np.uint8, buffer=buffer.mm)[::mmap.PAGESIZE] = 0
+            with self.lock:
+                self.made += 1
+                self.free.append(buffer)
+
     def give_back(self, buffer: BatchBuffer, held: bool) -> None:
         """``held``: a process of the submission still maps it or holds its descriptor."""
         with self.lock:

@@ -15,11 +15,13 @@ missing file, a missing column) is the organiser's problem: ChallengeError.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -33,12 +35,12 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
-from challenge_welding.ingestion.decode import default_workers
+from challenge_welding.ingestion.decode import buffer_bytes, default_workers, probe
 from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
 from challenge_welding.ingestion import selfcheck
 from challenge_welding.ingestion.process import CHILD_SCRIPT, Child, ChildFault
 from challenge_welding.ingestion.sandbox import Sandbox
-from challenge_welding.ingestion.protocol import BufferPool
+from challenge_welding.ingestion.protocol import BufferPool, layout
 from challenge_welding.ingestion.write import (clean_output, publish, remove_entry,
                                                report_bytes, set_files, snapshot)
 from challenge_welding.scoring.config import load_config
@@ -269,6 +271,11 @@ class Ingestion:
         self.log = _Log(self.private / LOG_FILE, opt["verbose"])
         self.answers: dict[str, SetAnswers] = {}
         self.deadline: float | None = None
+        self.sets: dict = {}
+        # the hand-over buffers, made beside the child's start (_make_pool)
+        self.pool: BufferPool | None = None
+        self.stock_bytes = 0
+        self.pool_error: Exception | None = None
         # the sandbox (sandbox.py, selfcheck.py): every evaluator module loaded, its files hashed
         selfcheck.preload()
         self.evaluator_before = selfcheck.fingerprint()
@@ -292,8 +299,8 @@ class Ingestion:
                 report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
                                     "subreaper": subreaper, "wire": "json-frames"}
                 try:
-                    sets = _load_sets(self.input_data, opt["sets"], self.log, report)
-                    self._run_submission(workdir, sets)
+                    self.sets = _load_sets(self.input_data, opt["sets"], self.log, report)
+                    self._run_submission(workdir, self.sets)
                 except ChallengeError as exc:
                     failure = exc
                     report.error(str(exc), self.log)
@@ -367,6 +374,8 @@ class Ingestion:
                 f"the evaluator failed while running the submission ({type(exc).__name__}: "
                 f"{str(exc)[:200]})", traceback.format_exc(), "evaluator"))
         finally:
+            if self.pool is not None:
+                self.pool.close()
             if child is not None:
                 child.stop()
                 self.report.integrity["processes_killed"] = child.killed_processes
@@ -445,7 +454,12 @@ class Ingestion:
             raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
                              "", "import") from None
         t1 = time.perf_counter()
-        ready = child.start(timeout=opt["load_timeout"])
+        prefill = threading.Thread(target=self._make_pool, args=(child,), name="prefill")
+        prefill.start()  # while the child imports and loads its model
+        try:
+            ready = child.start(timeout=opt["load_timeout"])
+        finally:
+            prefill.join()  # never during a set
         report.timings["load_model_s"] = ready["load_s"]
         report.timings["start_s"] = time.perf_counter() - t1
         report.versions["submission_python"] = ready["python"]
@@ -471,18 +485,43 @@ class Ingestion:
         self.report.sandbox["run"] = confine.describe()
         return confine
 
+    def _make_pool(self, child: Child) -> None:
+        """The hand-over buffers (self.pool) and the decoded stock's size (self.stock_bytes);
+        a stock's worth of buffers for the first set's first batch made and written now.
+        Runs beside child.start(): errors are kept for _run_sets to raise."""
+        opt = self.opt
+        try:
+            workers = int(opt["workers"] or default_workers())
+            stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
+            # a stock decoded ahead lives in our process: only when the child cannot read it
+            ahead = stock_bytes > 0 and not child.can_ptrace()
+            self.report.integrity["decode_ahead"] = ahead
+            self.stock_bytes = stock_bytes if ahead else 0
+            # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
+            self.pool = BufferPool(keep=workers + 3 + self.stock_bytes // (8 << 20),
+                                   held=child.held)
+            first = next((paths[:int(opt["batch_size"])] for _df, paths in self.sets.values()
+                          if len(paths)), [])
+            shapes = [probe(p) for p in first]
+            if first and all(shapes):
+                size = buffer_bytes(layout(shapes)[1])
+                # the stock, one batch held by the child, and the look-ahead of untimed sets;
+                # short of memory, buffers are made when needed (and a real shortage is
+                # reported there, naming the batch)
+                with contextlib.suppress(OSError):
+                    self.pool.prefill(size, max(self.stock_bytes // size, workers + 2) + 1)
+        except Exception as exc:  # noqa: BLE001 - raised again in the main thread
+            self.pool_error = exc
+
     def _run_sets(self, child: Child, sets: dict) -> None:
         """Predict the sets in turn; keep each set's answers; stop at the first fault."""
         opt, integrity = self.opt, self.report.integrity
         workers = int(opt["workers"] or default_workers())
         if opt["total_timeout"]:
             self.deadline = time.monotonic() + float(opt["total_timeout"])
-        stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
-        # a stock decoded ahead lives in our process: only when the child cannot read it
-        integrity["decode_ahead"] = ahead = stock_bytes > 0 and not child.can_ptrace()
-        stock_bytes = stock_bytes if ahead else 0
-        # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
-        pool = BufferPool(keep=workers + 3 + stock_bytes // (8 << 20), held=child.held)
+        if self.pool_error is not None:
+            raise self.pool_error
+        pool, stock_bytes = self.pool, self.stock_bytes
         pace = dict(batch_size=int(opt["batch_size"]), workers=workers,
                     warmup=bool(opt["warmup"]), percentile=load_config(None)["time"],
                     stock_bytes=stock_bytes, timeout=self._timeout)
@@ -491,7 +530,6 @@ class Ingestion:
                 if not self._predict_set(child, pool, name, df, paths, first=k == 0, **pace):
                     return
         finally:
-            pool.close()
             integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
 
     def _predict_set(self, child, pool, name, df, paths, **pace) -> bool:
