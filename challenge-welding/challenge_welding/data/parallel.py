@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 
 
@@ -31,8 +32,9 @@ def run_parallel(func, items, workers=None, desc="", progress=True):
 
     items = list(items)
     workers = min(default_workers(workers), max(1, len(items)))
-    bar = tqdm(total=len(items), desc=desc, unit="img", disable=not progress or not items,
-               leave=False, mininterval=0.5)
+    # a live bar on a terminal only: redirected to a log, its redraws would fill it
+    bar = tqdm(total=len(items), desc=desc, unit="img", leave=False, mininterval=0.5,
+               file=sys.stderr, disable=not (progress and items and sys.stderr.isatty()))
     try:
         if workers == 1:
             out = []
