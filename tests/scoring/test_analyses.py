@@ -283,3 +283,32 @@ def test_analyses_settings_in_the_config():
     bad = dict(raw, analyses=dict(raw["analyses"], ood_tpr=1.5))
     with pytest.raises(ChallengeError, match="analyses.ood_tpr"):
         validate_config(bad, "x.yaml")
+
+
+def test_maps_are_read_for_the_wanted_samples_only(tmp_path):
+    from challenge_welding.scoring.explainability_io import MapsWriter, file_name, read_explainability
+
+    rng = np.random.default_rng(0)
+    maps = [rng.integers(0, 256, (3 + i, 5), dtype=np.uint8) for i in range(6)]
+    writer = MapsWriter()
+    writer.ROW_GROUP_BYTES = 40  # several row groups: the filter crosses them
+    writer.add([f"s{i}" for i in range(3)], maps[:3])
+    writer.add([f"s{i}" for i in range(3, 6)], maps[3:])
+    (tmp_path / file_name("performance")).write_bytes(writer.finish())
+    got = read_explainability(tmp_path, "performance", ["s1", "s4", "absent"])
+    assert sorted(got) == ["s1", "s4"]
+    assert np.array_equal(got["s1"], maps[1]) and np.array_equal(got["s4"], maps[4])
+    assert read_explainability(tmp_path, "performance", []) == {}
+    assert len(read_explainability(tmp_path, "performance")) == 6
+    assert read_explainability(tmp_path, "robustness", ["s1"]) is None  # no file: no maps
+
+
+def test_maps_without_a_ko_sample_are_not_called_missing():
+    config = load_config(None)
+    frames = {"performance": pd.DataFrame({"sample_id": ["a", "b"], "class": ["OK", "OK"]})}
+    out = localisation_section(frames, {"performance": {}}, {"performance": {"x": np.ones((4, 4))}},
+                               config)
+    assert out == {"available": False, "reason": "no set has both maps and masks"}
+    out = localisation_section(frames, {"performance": None}, {"performance": {"x": np.ones((4, 4))}},
+                               config)
+    assert out["reason"].startswith("no maps")

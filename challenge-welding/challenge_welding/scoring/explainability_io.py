@@ -107,9 +107,11 @@ class MapsWriter:
         return self.buf.getvalue()
 
 
-def read_explainability(pred_dir, set_name: str) -> dict[str, np.ndarray] | None:
+def read_explainability(pred_dir, set_name: str, sample_ids=None) -> dict[str, np.ndarray] | None:
     """{sample_id: uint8 map (height, width)} of ``PRED/<set>.explainability.parquet``;
-    None when the submission returned no maps for that set (no file).
+    None when the submission returned no maps for that set (no file). ``sample_ids``: read
+    only these rows (the analyses need the KO samples' maps: at the full size, all the
+    maps of a set take about 1 GB in memory, the KO ones a twentieth of it).
 
     Raises ValueError naming the file and the sample when a row's bytes do not match its shape.
     """
@@ -118,7 +120,12 @@ def read_explainability(pred_dir, set_name: str) -> dict[str, np.ndarray] | None
     path = Path(pred_dir) / file_name(set_name)
     if not path.is_file():
         return None
-    df = pd.read_parquet(path)
+    if sample_ids is None:
+        df = pd.read_parquet(path)
+    else:  # row filter in pyarrow: the other rows' bytes are never turned into objects
+        wanted = sorted({str(s) for s in sample_ids})
+        df = pd.read_parquet(path, filters=[("sample_id", "in", wanted)]) if wanted \
+            else pd.read_parquet(path).iloc[:0]
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}")

@@ -39,10 +39,11 @@ def read_masks(reference_dir, set_name, sample_ids=None):
     return out
 
 
-def read_maps(predictions_dir, set_name):
-    """{sample_id: uint8 map (h//4, w//4)} of ``PRED/<set>.explainability.parquet``; None without the file."""
+def read_maps(predictions_dir, set_name, sample_ids=None):
+    """{sample_id: uint8 map (h//4, w//4)} of ``PRED/<set>.explainability.parquet`` (only
+    ``sample_ids``' rows when given); None without the file."""
     try:
-        return read_explainability(predictions_dir, set_name)
+        return read_explainability(predictions_dir, set_name, sample_ids)
     except ValueError as exc:
         raise ChallengeError(str(exc)) from None
 
