@@ -104,3 +104,38 @@ def test_prefilled_buffers_serve_a_whole_stock_without_making_any(tmp_path):
     pre.close()
     assert (pool.made, pool.reused) == (4, 6)  # bursts of 3 and 3, all in prefilled buffers
     pool.close()
+
+
+def test_ingest_makes_every_buffer_while_the_child_starts_even_with_mixed_resolutions(tmp_path):
+    """The buffers made beside the child's start are sized for a batch of the largest image
+    of the first batch: later, larger batches still fit them, so no buffer is made during a set."""
+    import pandas as pd
+
+    from challenge_welding.ingestion.run import ingest
+
+    folder = tmp_path / "input_data" / "performance"
+    (folder / "images").mkdir(parents=True)
+    rows = []
+    for i in range(30):  # batch 1: half and full HD; batches 2-3: full HD only
+        w, h = (960, 540) if i < 5 else (1920, 1080)
+        cv2.imwrite(str(folder / "images" / f"{i}.jpeg"), np.full((h, w, 3), 90, np.uint8))
+        rows.append({"sample_id": f"s{i}", "path": f"images/{i}.jpeg", "welding-seams": "c1",
+                     "resolution": [w, h]})
+    pd.DataFrame(rows).to_parquet(folder / "metadata.parquet", index=False)
+    sub = tmp_path / "sub" / "challenge_solution"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("")
+    (sub / "AIComponent.py").write_text(
+        "class MyAIComponent:\n"
+        "    def load_model(self, config_file=None):\n        pass\n"
+        "    def predict(self, input_images, images_meta_informations, device='cpu'):\n"
+        "        n = len(input_images)\n"
+        "        return {'predictions': ['OK'] * n, 'probabilities': [[0.0, 1.0, 0.0]] * n,\n"
+        "                'OOD_scores': [0.0] * n}\n")
+    (tmp_path / "sub" / "setup.py").write_text("from setuptools import setup\nsetup(name='s')\n")
+    report = ingest(tmp_path / "sub", tmp_path / "input_data", tmp_path / "pred", isolation=False,
+                    workers=2, sets=["performance"], progress=False, verbose=False)
+    assert report["status"] == "ok", report["errors"]
+    # 384 MiB of stock in 64 MiB buffers (a batch of ten full-HD images) = 6, + 1 handed over
+    assert report["integrity"]["buffers"]["made"] == 7
+    assert report["integrity"]["buffers"]["reused"] >= 3 + 1 + 20  # batches, warm-up, pings

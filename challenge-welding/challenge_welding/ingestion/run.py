@@ -504,7 +504,10 @@ class Ingestion:
                           if len(paths)), [])
             shapes = [probe(p) for p in first]
             if first and all(shapes):
-                size = buffer_bytes(layout(shapes)[1])
+                # sized for a batch of the largest of these images: with mixed resolutions
+                # a smaller buffer would not fit the next full-HD batch and sit unused
+                largest = max(shapes, key=lambda s: s[0] * s[1])
+                size = buffer_bytes(layout([largest] * int(opt["batch_size"]))[1])
                 # the stock, one batch held by the child, and the look-ahead of untimed sets;
                 # short of memory, buffers are made when needed (and a real shortage is
                 # reported there, naming the batch)
