@@ -312,3 +312,37 @@ def test_maps_without_a_ko_sample_are_not_called_missing():
     out = localisation_section(frames, {"performance": None}, {"performance": {"x": np.ones((4, 4))}},
                                config)
     assert out["reason"].startswith("no maps")
+
+
+def test_masks_pooled_at_read_give_the_localisation_of_full_size_masks(tmp_path):
+    import cv2
+
+    from challenge_welding.scoring.analyses import localisation
+    from challenge_welding.scoring.analyses.sources import read_masks
+    from challenge_welding.scoring.explainability_io import MAP_SCALE, reduced_shape
+
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "masks" / "performance"
+    folder.mkdir(parents=True)
+    maps = {}
+    for i, (h, w) in enumerate([(1080, 1920), (540, 960), (101, 77), (37, 50)]):
+        mask = np.zeros((h, w), np.uint8)
+        y, x = rng.integers(0, h - 5), rng.integers(0, w - 5)
+        mask[y:y + 1 + i * 7, x:x + 3 + i * 5] = 255  # thin defects: pooling decides the hits
+        cv2.imwrite(str(folder / f"s{i}.png"), mask)
+        maps[f"s{i}"] = rng.integers(0, 256, reduced_shape(h, w), dtype=np.uint8)
+    full = read_masks(tmp_path, "performance")
+    pooled = read_masks(tmp_path, "performance", grid={k: m.shape for k, m in maps.items()})
+    assert all(pooled[k].shape == maps[k].shape for k in maps)
+    assert sum(m.nbytes for m in pooled.values()) * 15 < sum(m.nbytes for m in full.values())
+    assert localisation.localisation(maps, pooled, MAP_SCALE, n_boot=200) == \
+        localisation.localisation(maps, full, MAP_SCALE, n_boot=200)
+    assert read_masks(tmp_path, "performance", grid={}) == {}  # no map: nothing decoded
+    assert read_masks(tmp_path, "drift", grid={}) is None  # no folder: no masks
+
+
+def test_masks_folder_without_a_ko_map_is_not_called_missing():
+    config = load_config(None)
+    frames = {"performance": pd.DataFrame({"sample_id": ["a"], "class": ["KO"]})}
+    out = localisation_section(frames, {"performance": {}}, {"performance": {}}, config)
+    assert out == {"available": False, "reason": "no set has both maps and masks"}

@@ -131,7 +131,7 @@ def localisation_section(frames, maps, masks, config):
     have_masks = {s: v for s, v in (masks or {}).items() if v}
     if all(v is None for v in (maps or {}).values()):
         return {"available": False, "reason": "no maps: the submission returned no explainability output"}
-    if not have_masks:
+    if all(v is None for v in (masks or {}).values()):
         return {"available": False, "reason": "no masks: the reference data carries no defect mask"}
     boot, min_n = config["extras"]["bootstrap"], config["disclosure"]["min_samples"]
     sets, pooled_maps, pooled_masks = {}, {}, {}

@@ -65,7 +65,8 @@ def sample_scores(saliency, pooled):
 def localisation(maps, masks, scale, n_boot=0, seed=0, level=0.95, name="localisation"):
     """Pointing game and energy share over the samples having both a map and a non-empty mask.
 
-    ``maps``: {sample_id: 2-D array}; ``masks``: {sample_id: full-size 2-D array (nonzero =
+    ``maps``: {sample_id: 2-D array}; ``masks``: {sample_id: full-size 2-D array, or one
+    already pooled onto its map's grid (same shape as the map) (nonzero =
     defect)}. Returns {"n", "pointing_game", "energy", "pointing_game_ci", "energy_ci",
     "undefined": [sentences]}; values None when no sample qualifies.
 
@@ -81,7 +82,9 @@ def localisation(maps, masks, scale, n_boot=0, seed=0, level=0.95, name="localis
     empty_mask = no_mass = 0
     for sid in sorted(set(maps) & set(masks)):
         saliency = np.asarray(maps[sid])
-        pooled = pool_mask(np.asarray(masks[sid]) > 0, saliency.shape, scale)
+        mask = np.asarray(masks[sid])
+        # a mask already pooled onto the map's grid (sources.read_masks with grid) is used as is
+        pooled = mask > 0 if mask.shape == saliency.shape else pool_mask(mask > 0, saliency.shape, scale)
         if not pooled.any():
             empty_mask += 1
             continue

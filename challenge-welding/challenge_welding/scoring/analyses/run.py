@@ -14,8 +14,11 @@ def run_analyses(reference_dir, predictions_dir, frames, config, details, baseli
     try:
         ko_ids = {n: frames[n].loc[frames[n]["class"].astype(str) == "KO", "sample_id"].astype(str)
                   for n in SET_NAMES}
-        masks = {n: sources.read_masks(reference_dir, n, ko_ids[n]) for n in SET_NAMES}
         maps = {n: sources.read_maps(predictions_dir, n, ko_ids[n]) for n in SET_NAMES}
+        # masks pooled onto their maps' grids at once; none decoded where there is no map
+        masks = {n: sources.read_masks(reference_dir, n, ko_ids[n],
+                                       grid={k: m.shape for k, m in (maps[n] or {}).items()})
+                 for n in SET_NAMES}
         baseline = sources.read_baseline(baseline_dir) if baseline_dir is not None else None
         return compute_analyses(frames, config, maps=maps, masks=masks,
                                 labelling=sources.read_labelling(reference_dir), baseline=baseline,

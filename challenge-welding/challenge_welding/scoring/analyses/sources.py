@@ -17,17 +17,28 @@ import pyarrow.parquet as pq
 
 from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.scoring.explainability_io import read_explainability
+from challenge_welding.scoring.analyses import localisation
+from challenge_welding.scoring.explainability_io import MAP_SCALE, read_explainability
 
 MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)
 
 
-def read_masks(reference_dir, set_name, sample_ids=None):
-    """{sample_id: uint8 mask} of ``reference_dir/masks/<set>/``; None when the folder is absent."""
+def read_masks(reference_dir, set_name, sample_ids=None, grid=None):
+    """{sample_id: mask} of ``reference_dir/masks/<set>/``; None when the folder is absent.
+
+    Without ``grid``: the uint8 masks at the image's size (0 / 255). With ``grid``
+    ({sample_id: (h, w)}, the shapes of the explanation maps): only those samples' masks,
+    each max-pooled onto its map's grid as the localisation does (localisation.pool_mask)
+    and the full-size mask dropped at once: at the full size the KO masks take ~0.8 GB at
+    the image's size, a sixteenth of it pooled. ``grid={}`` decodes nothing ({} when the
+    folder exists).
+    """
     folder = Path(reference_dir) / MASKS / set_name
     if not folder.is_dir():
         return None
     wanted = None if sample_ids is None else {str(s) for s in sample_ids}
+    if grid is not None:
+        wanted = set(grid) if wanted is None else wanted & set(grid)
     out = {}
     for path in sorted(folder.glob("*.png")):
         if wanted is not None and path.stem not in wanted:
@@ -35,7 +46,8 @@ def read_masks(reference_dir, set_name, sample_ids=None):
         mask = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
         if mask is None:
             raise ChallengeError(f"defect mask {path} is not a readable PNG")
-        out[path.stem] = mask
+        out[path.stem] = mask if grid is None else \
+            localisation.pool_mask(mask > 0, grid[path.stem], MAP_SCALE)
     return out
 
 
