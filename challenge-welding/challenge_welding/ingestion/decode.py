@@ -245,10 +245,11 @@ class Prefetcher:
 
     def _bursts(self):
         ready = self.ready
+        shapes = None  # the headers of the batch that did not fit the last stock: read once
         while ready or self.next_index < len(self.batches):
             if not ready:  # the consumer holds nothing of ours: refill on every core
                 t0 = time.perf_counter()
-                used = self._plan().nbytes
+                used = self._plan(shapes).nbytes
                 while self.next_index < len(self.batches):
                     shapes = self._shapes()
                     if used + buffer_bytes(layout([s for s in shapes if s])[1]) \
