@@ -205,7 +205,7 @@ def test_bundle_queue_and_its_warning(tiny_data, tiny_solution, tmp_path):
         header = zf.read("competition.yaml").decode().splitlines()[:4]
     assert f"# dev: 1206 s = install 1200 s + {len(SET_NAMES) * N_PER_SET} images x 1/12 s " \
            "(2 s) + margin 4 s" in header
-    assert not any(ln.startswith("warning:") for ln in lines)
+    assert not any(ln.startswith("warning: no queue set") for ln in lines)
     n = len(SET_NAMES) * N_PER_SET
     assert f"bundle: phase dev needs 1206 s = install 1200 s + {n} images x 1/12 s (2 s) " \
            "+ margin 4 s" in lines
@@ -213,7 +213,7 @@ def test_bundle_queue_and_its_warning(tiny_data, tiny_solution, tmp_path):
     out = make_bundle(tiny_data, tmp_path / "d.zip", repo_root=ROOT, solution=tiny_solution,
                       log=lines.append)
     assert "queue" not in read_competition(out)
-    [warning] = [ln for ln in lines if ln.startswith("warning:")]
+    [warning] = [ln for ln in lines if ln.startswith("warning: no queue set")]
     assert "but the phases need dev 1206 s: such submissions fail" in warning
 
 

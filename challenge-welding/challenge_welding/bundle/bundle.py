@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import yaml
 
 import challenge_welding
-from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S
+from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S, valid_email
 from challenge_welding.bundle.logo import make_logo
 from challenge_welding.bundle.validate import validate_bundle
 from challenge_welding.contract.names import SET_NAMES
@@ -99,6 +99,57 @@ def queue_warning(needs: dict[str, dict], queue: str | None,
             f"min({default_limit} s, the phase's limit) = {default_limit} s, but the phases "
             f"need {listed}: such submissions fail with \"Execution Time Limit exceeded\" "
             "(give --queue VHOST of a private queue, whose workers apply the phase's limit)")
+
+
+# Domains reserved for examples (RFC 2606, RFC 6761): an address there reaches no one, so it
+# is a placeholder left in competition.yaml, not the organisers' address.
+_EXAMPLE_DOMAINS = ("example.org", "example.com", "example.net")
+_EXAMPLE_TLDS = ("example", "test", "invalid", "localhost")
+
+
+def placeholder_email(address: str | None) -> bool:
+    """True when ``address`` is missing or its domain is reserved for examples.
+
+    ``organisers@example.org`` and ``a@mail.example.com`` are placeholders; ``a@example.fr``
+    is not (a real domain); an empty or missing address is one too (no one to write to).
+    """
+    if not address:
+        return True
+    domain = str(address).rpartition("@")[2].strip().lower().rstrip(".")
+    return (any(domain == d or domain.endswith("." + d) for d in _EXAMPLE_DOMAINS)
+            or domain.rpartition(".")[2] in _EXAMPLE_TLDS)
+
+
+def organiser_decisions(template: dict, *, docker_image: str | None = None,
+                        contact_email: str | None = None, final_data: bool = False) -> list[str]:
+    """One ``warning:`` line per choice the bundle would still make in the organiser's place.
+
+    ``template``: the repository's competition.yaml (parsed); the options are the bundle's.
+    The lines, in this order, each naming the option that settles it:
+    - no ``docker_image`` given: the template's image is named (an image someone else may
+      never have pushed, or one that is not built from this repository's Dockerfile);
+    - the contact e-mail (given, else the template's) is a placeholder (placeholder_email);
+    - two phases or more and no ``final_data``: the last phase scores the development sets
+      again, whatever its description says.
+    ``bundle --strict`` refuses a bundle for which this list is not empty.
+    """
+    lines = []
+    if not docker_image:
+        lines.append(f"warning: docker_image: no --docker-image given, so the worker runs "
+                     f"competition.yaml's {template.get('docker_image')!r}: build and push the "
+                     "image of the Dockerfile, then give --docker-image NAME (docs/codabench.md)")
+    email = contact_email or template.get("contact_email")
+    if placeholder_email(email):
+        lines.append(f"warning: contact_email: {email!r} is a placeholder (a domain reserved for "
+                     "examples) and participants would write to no one: give --contact-email ADDRESS")
+    phases = sorted(template.get("phases") or [], key=lambda p: p.get("index", 0))
+    if len(phases) >= 2 and not final_data:
+        last = phases[-1]
+        said = " ".join(str(last.get("description", "")).split()).split(". ")[0]
+        lines.append(f"warning: phase {last.get('name')!r}: no --final-data, so it scores the "
+                     f"development sets again while its description says \"{said}\": give "
+                     "--final-data DATA2 (a second build-sets output from photos kept out of DATA)")
+    return lines
 
 
 def find_repo_root(start: str | Path | None = None) -> Path:
@@ -257,11 +308,13 @@ def _ignore_with_vendor(directory, names):
 
 def render_competition(template: Path, limits: dict[str, int], *, public_data: bool,
                        solution: bool, final_data: bool, docker_image: str | None = None,
-                       queue: str | None = None) -> dict:
+                       queue: str | None = None, contact_email: str | None = None) -> dict:
     """The template's content with the bundle's choices applied."""
     comp = yaml.safe_load(template.read_text())
     if docker_image:
         comp["docker_image"] = docker_image
+    if contact_email:
+        comp["contact_email"] = contact_email
     if queue:
         comp["queue"] = queue
     phases = sorted(comp["phases"], key=lambda p: p.get("index", 0))
@@ -288,7 +341,7 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
                 final_data: str | Path | None = None, solution: str | Path | None = "default",
                 public_data: bool = True, docker_image: str | None = None,
                 queue: str | None = None, wheelhouse_path: str | None = None,
-                log=print) -> Path:
+                contact_email: str | None = None, strict: bool = False, log=print) -> Path:
     """Write the bundle zip and return its path; raise ChallengeError if the result is invalid.
 
     ``final_data``: a second DATA folder (e.g. a hidden build) for the final phase;
@@ -300,10 +353,25 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     ``wheelhouse_path``: for a private queue without network, the wheelhouse's path in
     the container (e.g. /app/data/wheelhouse, the worker's read-only data folder); the
     ingestion's command then sets CHALLENGE_WELDING_WHEELHOUSE to it.
+    ``contact_email``: the address participants write to (default: competition.yaml's).
+    ``strict``: refuse (ChallengeError, nothing written) while organiser_decisions lists a
+    choice still open; without it those choices are logged as warning lines at the end.
     """
     data_dir, output_zip = Path(data_dir).resolve(), Path(output_zip).resolve()
     repo = find_repo_root(repo_root)
     final_data, solution = _checked_inputs(repo, data_dir, final_data, solution)
+    if contact_email is not None and not valid_email(contact_email):
+        raise ChallengeError(f"--contact-email {contact_email!r}: not an e-mail address "
+                             "(expected name@domain)")
+    decisions = organiser_decisions(yaml.safe_load((repo / "competition.yaml").read_text()),
+                                    docker_image=docker_image, contact_email=contact_email,
+                                    final_data=final_data is not None)
+    if strict and decisions:
+        for line in decisions:
+            log(line)
+        raise ChallengeError(f"bundle --strict: {len(decisions)} choice(s) above still left to "
+                             "competition.yaml's placeholders; nothing written (give the options "
+                             "named, or leave out --strict)")
     training = data_dir / "training_data"
     public_data = public_data and training.is_dir() and any(training.iterdir())
 
@@ -329,7 +397,8 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
             make_logo(stage / "logo.png")
         comp = render_competition(repo / "competition.yaml", limits, public_data=public_data,
                                   solution=solution is not None, final_data=final_data is not None,
-                                  docker_image=docker_image, queue=queue)
+                                  docker_image=docker_image, queue=queue,
+                                  contact_email=contact_email)
         queue = comp.get("queue")
         needs = {k: needed_time(n) for k, n in counts.items()}
         _write_competition(stage / "competition.yaml", comp, counts, needs)
@@ -342,6 +411,8 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     _log_bundle(log, output_zip, limits, queue, counts, needs)
+    for line in decisions:  # last, so they are what the organiser reads
+        log(line)
     return output_zip
 
 

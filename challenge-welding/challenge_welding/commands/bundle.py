@@ -1,11 +1,14 @@
 """Make the Codabench competition bundle zip."""
 
-from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError, exit_status_help
 
 HELP = "Make the Codabench competition bundle zip (checked by our validator before it is written)."
 
 
 def add_arguments(parser):
+    parser.epilog = exit_status_help() + (
+        " With --strict, 2 also when a choice is still competition.yaml's placeholder "
+        "(the image, the contact e-mail, a Final phase on the development sets).")
     parser.add_argument("--data", metavar="DATA",
                         help="evaluation data folder written by build-sets")
     parser.add_argument("--output", default="bundle.zip", metavar="ZIP",
@@ -21,6 +24,13 @@ def add_arguments(parser):
     parser.add_argument("--docker-image", metavar="NAME",
                         help="image the Codabench worker runs (default: competition.yaml's, "
                              "built from the Dockerfile with --build-arg APP_USER=root)")
+    parser.add_argument("--contact-email", metavar="ADDRESS",
+                        help="the address participants write to (default: competition.yaml's, "
+                             "a placeholder at example.org)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse to write the bundle while the image, the contact e-mail or "
+                             "the Final phase's data are still placeholders (each is a warning "
+                             "line without it)")
     parser.add_argument("--queue", metavar="VHOST",
                         help="a private queue's vhost (competition.yaml's queue): its workers "
                              "apply each phase's own time limit; without it Codabench's default "
@@ -54,5 +64,6 @@ def run(args):
     make_bundle(args.data, args.output, repo_root=args.repo, final_data=args.final_data,
                 solution=solution, public_data=not args.no_public_data,
                 docker_image=args.docker_image, queue=args.queue,
-                wheelhouse_path=args.wheelhouse_path)
+                wheelhouse_path=args.wheelhouse_path, contact_email=args.contact_email,
+                strict=args.strict)
     return 0
