@@ -28,7 +28,8 @@ def add_arguments(parser):
                              f"(sets: {', '.join(SET_NAMES)}); the sizes are printed before writing")
     parser.add_argument("--robustness-base", type=str, default=None, metavar="N",
                         help="how many clean images get the full perturbation ladder (the "
-                             "config's robustness.size; raised if min_ko_per_level needs it)")
+                             "config's robustness.size, which is raised if min_ko_per_level needs "
+                             "it; N given here is refused instead, before anything is written)")
     parser.add_argument("--plan-only", action="store_true",
                         help="print the sizes of the sets and stop (nothing written)")
     parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
@@ -65,23 +66,22 @@ def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     import pandas as pd
 
-    from challenge_welding.data.build_sets import (build_sets, format_size_table, load_build_config,
-                                                    training_meta_path)
+    from challenge_welding.data.build_sets import build_sets, format_size_table, ko_warnings, training_meta_path
 
     caps, ladder = parse_caps(args.max_per_set, args.robustness_base)
-    config = args.config
-    if ladder is not None:
-        config = load_build_config(args.config)
-        config["robustness"]["size"] = ladder
 
     def report(table):
         print(("planned sizes (nothing written):" if args.plan_only else "planned sizes (writing now):"))
-        print(format_size_table(table), flush=True)
+        print(format_size_table(table))
+        for line in ko_warnings(table):
+            print(line)
+        print(end="", flush=True)
 
     t0 = time.time()
-    out = build_sets(args.source, args.out, seed=args.seed, config=config, workers=args.workers,
+    out = build_sets(args.source, args.out, seed=args.seed, config=args.config, workers=args.workers,
                      unseen_sources=args.unseen_source, ood_source=args.ood_source,
-                     max_per_set=caps, report=report, plan_only=args.plan_only)
+                     max_per_set=caps, report=report, plan_only=args.plan_only,
+                     robustness_base=ladder)
     if args.plan_only:
         return 0
     print(f"evaluation data built in {time.time() - t0:.1f} s -> {out}")

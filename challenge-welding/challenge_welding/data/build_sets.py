@@ -416,19 +416,34 @@ def plan_performance(meta, domain, config, rng):
     return [_item(i) for i in held], domain.drop(index=held).index.tolist()
 
 
-def plan_robustness(perf, config, rng):
+def _floor_snippet(min_ko):
+    """The builder-config YAML (one line, flow style) that sets the robustness KO floor."""
+    return f"`robustness: {{min_ko_per_level: {min_ko}}}`"
+
+
+def plan_robustness(perf, config, rng, exact_base=None):
     """Seam-balanced base images (the class mix of performance, >= min KO per level), each
-    once clean and once per ladder level."""
+    once clean and once per ladder level.
+
+    The base is ``max(robustness.size, ceil(min_ko / share))`` images, ``share`` the KO share
+    of ``perf``. ``exact_base``: a base the user asked for by name (--robustness-base); it is
+    refused, not raised, when the floor needs more (the raise would silently break the budget
+    the user sized it for).
+    """
     rc = config["robustness"]
     min_ko = int(rc["min_ko_per_level"])
     n_ko = int((perf["class"] == "KO").sum())
     if n_ko < min_ko:
         raise ChallengeError(
             f"source: too few KO for the robustness set: the performance split holds {n_ko} KO, "
-            f"each level needs robustness.min_ko_per_level = {min_ko} (use a larger source, a larger "
-            "KO share or lower that setting in the build config)")
+            f"each level needs robustness.min_ko_per_level = {min_ko}: lower it with --config FILE, "
+            f"FILE holding {_floor_snippet(n_ko)}, or use a source with more KO (synth: a larger "
+            "--n or --ko-share)")
     share = n_ko / len(perf)
-    total = max(int(rc["size"]), math.ceil(min_ko / share))
+    floor = math.ceil(min_ko / share)
+    if exact_base is not None and floor > exact_base:
+        raise RobustnessBaseTooSmall(exact_base, floor, n_ko, len(perf), min_ko)
+    total = max(int(rc["size"]), floor)
     k_ko = min(n_ko, max(min_ko, int(round(total * share))))
     k_ok = min(len(perf) - n_ko, total - k_ko)
     in_dom = list(config["in_domain_seams"])
@@ -439,6 +454,48 @@ def plan_robustness(perf, config, rng):
         for level in levels:
             items += [_item(i, (name, float(level)), perturbation=name, level=float(level)) for i in base]
     return items
+
+
+class RobustnessBaseTooSmall(ChallengeError):
+    """--robustness-base N below what the KO floor needs; build_sets turns it into the line of
+    robustness_base_refusal (with a floor that fits, found by planning again)."""
+
+    def __init__(self, asked, floor, n_ko, n_perf, min_ko):
+        self.facts = dict(asked=asked, floor=floor, n_ko=n_ko, n_perf=n_perf, min_ko=min_ko)
+        super().__init__(robustness_base_refusal(**self.facts))
+
+
+def robustness_base_refusal(asked, floor, n_ko, n_perf, min_ko, lower=None):
+    """The line refusing ``--robustness-base asked`` when the KO floor needs ``floor`` base images
+    (``n_ko`` KO in the ``n_perf`` performance rows, ``floor = ceil(min_ko * n_perf / n_ko)``).
+
+    ``lower``: a robustness.min_ko_per_level with which ``asked`` is planned as it is (found by
+    fitting_floor), offered as the other way out; None: none found.
+    """
+    other = (f", or lower the floor with --config FILE, FILE holding {_floor_snippet(lower)}"
+             if lower else "")
+    return (f"--robustness-base {asked}: the robustness set needs at least {floor} base images, so "
+            f"that each level holds robustness.min_ko_per_level = {min_ko} KO at the performance "
+            f"split's KO share ({n_ko} of {n_perf}); nothing written: pass --robustness-base {floor} "
+            f"or more{other}")
+
+
+def fitting_floor(meta, config, seed, asked):
+    """The largest robustness.min_ko_per_level below the config's with which a base of ``asked``
+    images is planned, or None.
+
+    Planned again, not computed: the floor also decides how many KO the performance split holds
+    (_stratified_split), so the share the base is measured against moves with it.
+    """
+    for m in range(int(config["robustness"]["min_ko_per_level"]) - 1, 0, -1):
+        trial = copy.deepcopy(config)
+        trial["robustness"]["min_ko_per_level"] = m
+        try:
+            plan_sets(meta, trial, seed, asked)
+        except ChallengeError:
+            continue
+        return m
+    return None
 
 
 def plan_ood_synthetic(perf, config, rng):
@@ -478,16 +535,17 @@ def plan_drift(meta, perf, config, rng):
             for pos, i in enumerate(rows)]
 
 
-def plan_sets(meta, config, seed):
+def plan_sets(meta, config, seed, robustness_base=None):
     """({set: list of items}, training rows); item = dict(row=source index, op=(name, param),
     labels={...}). One generator drawn in this order (the order fixes the sets for a seed);
-    the caps of config["max_per_set"] are applied by capped_config before planning."""
+    the caps of config["max_per_set"] are applied by capped_config before planning.
+    ``robustness_base``: an exact ladder base asked by the user (plan_robustness)."""
     rng = np.random.default_rng([seed, 0x5E75])
     domain, gen, ood_rows = _pools(meta, config)
     performance, training = plan_performance(meta, domain, config, rng)
     perf = meta.loc[[item["row"] for item in performance]]
     sets = {"performance": performance,
-            "robustness": plan_robustness(perf, config, rng),
+            "robustness": plan_robustness(perf, config, rng, robustness_base),
             "ood_synthetic": plan_ood_synthetic(perf, config, rng),
             "ood_real": plan_ood_real(perf, ood_rows, config, rng),
             "generalization": plan_generalization(gen, config, rng),
@@ -556,6 +614,45 @@ def size_table(meta, sets, training):
 
     table = [row(name, [item["row"] for item in sets[name]]) for name in SET_NAMES]
     return pd.DataFrame(table + [row("training_data", list(training))])
+
+
+# What brings a KO into each set that may end up without one (performance and robustness
+# are refused without KO): the sets' own inputs or size keys.
+_KO_SOURCES = {
+    "ood_synthetic": "raise ood_synthetic.size_per_class in --config FILE (its rows are drawn "
+                     "from the performance split)",
+    "generalization": "add KO welds of the unseen seams to --unseen-source (ML_g, the F1 of KO, "
+                      "is undefined without them)",
+    "drift": "raise drift.size in --config FILE (its rows are drawn from the performance split)",
+}
+
+
+def ko_warnings(table) -> list[str]:
+    """One ``warning:`` line per set of the size table that holds no KO, saying what to add.
+
+    ood_real pairs each real-OOD photo with one in-domain row drawn from the performance split
+    (images // 2 of them); with no KO among them, an OOD score that flags every anomaly,
+    defects included, is never caught confusing the two. A photo more brings one row, KO with
+    the performance split's KO share, so ``ceil(images / KO)`` photos give one KO on average.
+    """
+    rows = table.set_index("set")
+    perf_images, perf_ko = int(rows.loc["performance", "images"]), int(rows.loc["performance", "KO"])
+    lines = []
+    for name in ("ood_real", *_KO_SOURCES):
+        images = int(rows.loc[name, "images"])
+        if images == 0 or int(rows.loc[name, "KO"]) > 0:
+            continue
+        if name == "ood_real":
+            per_ko = math.ceil(perf_images / perf_ko) if perf_ko else None
+            what = ("add real-OOD photos to --ood-source: each brings one in-domain row"
+                    + (f", about one KO per {per_ko} photos at the performance split's KO share "
+                       f"({perf_ko} of {perf_images})" if per_ko else ""))
+            why = (f" (its {images // 2} in-domain rows are all OK: whether defects are taken for "
+                   "OOD is not measured)")
+        else:
+            what, why = _KO_SOURCES[name], ""
+        lines.append(f"warning: {name}: {images} images, 0 KO{why}: {what}")
+    return lines
 
 
 def format_size_table(table) -> str:
@@ -648,21 +745,29 @@ def training_frame(meta):
 
 def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
                unseen_sources=(), ood_source=None, max_per_set=None, report=None,
-               plan_only=False) -> Path:
+               plan_only=False, robustness_base=None) -> Path:
     """Write DATA/{input_data,reference_data,training_data} from ``source``; return DATA.
 
     ``unseen_sources``: published-format datasets of other seams (generalization set);
     ``ood_source``: a folder of real out-of-distribution photos (ood_real set);
     ``max_per_set``: {set: max images} on top of the config's max_per_set; ``report``:
     called with the size table (see size_table) before anything is written;
-    ``plan_only``: stop there (nothing written).
+    ``plan_only``: stop there (nothing written); ``robustness_base``: the ladder's base
+    images asked by name (--robustness-base): never raised, refused when the KO floor needs
+    more (plan_robustness).
     """
     source, out = Path(source), Path(out)
     cfg = check_build_config(copy.deepcopy(config) if isinstance(config, dict) else load_build_config(config))
     cfg = capped_config(cfg, max_per_set or {})
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
     source_rows = meta.attrs.pop("source_rows")
-    sets, training = plan_sets(meta, cfg, seed)
+    if robustness_base is not None:
+        cfg["robustness"]["size"] = int(robustness_base)
+    try:
+        sets, training = plan_sets(meta, cfg, seed, robustness_base)
+    except RobustnessBaseTooSmall as exc:
+        lower = fitting_floor(meta, cfg, seed, robustness_base)
+        raise ChallengeError(robustness_base_refusal(**exc.facts, lower=lower)) from None
     check_caps(sets, cfg["max_per_set"])
     if report is not None:
         report(size_table(meta, sets, training))
