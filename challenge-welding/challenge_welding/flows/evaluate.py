@@ -33,6 +33,9 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
                                  "(input_data/ and reference_data/)")
     if not submission.exists():
         raise ChallengeError(f"submission {submission} not found")
+    fault = output_fault(submission, output)
+    if fault:
+        raise ChallengeError(fault)
     predictions = output / "predictions"
     draws_file = draws_path(output)
     draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
@@ -46,3 +49,25 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
         raise SubmissionFailed(f"the ingestion of {submission} failed: {str(errors[0]).splitlines()[0]} "
                                f"(log {log}); nothing was scored")
     return score(reference, predictions, output, draws_path=draws_file if draws else None)
+
+
+def output_fault(submission, output) -> str | None:
+    """The line refusing an OUT folder that is the submission or lies inside it, else None.
+
+    Results written there (predictions, scores, the page, ``<OUT>.draws.npz`` beside OUT)
+    would ship inside the participant's next zip of that folder. Compared after resolving
+    symbolic links, and also with case folded: ``OUT/Solution-1`` and ``OUT/solution-1`` are
+    two folders on Linux but one on macOS and Windows (case-insensitive file systems).
+    Example: submission ``S``, output ``S`` or ``S/results`` -> refused; ``S-results`` -> None.
+    """
+    sub, out = Path(submission).resolve(), Path(output).resolve()
+    suggestion = sub.with_name(f"{sub.name}-results")
+    if out == sub or sub in out.parents:
+        return (f"--output {output}: inside the submission {submission} (its results would ship "
+                f"in the submission's next zip): write them elsewhere, e.g. --output {suggestion}")
+    folded = Path(str(out).casefold())
+    if folded == Path(str(sub).casefold()) or Path(str(sub).casefold()) in folded.parents:
+        return (f"--output {output}: the submission {submission} on macOS and Windows (the "
+                "names differ only by case), so its results would ship in the submission's next "
+                f"zip: write them elsewhere, e.g. --output {suggestion}")
+    return None
