@@ -71,6 +71,7 @@ def test_bundle_prints_the_open_choices_last(tiny_data, tiny_solution, tmp_path)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[-3:] == organiser_decisions(TEMPLATE)
+    assert "bundle: docker_image challengewelding/evaluator:1.1.0 (competition.yaml's: not given)" in lines
     comp = read_competition(out)  # written with the template's values, as before
     assert comp["docker_image"] == "challengewelding/evaluator:1.1.0"
     assert comp["contact_email"] == "organisers@example.org"
@@ -95,6 +96,7 @@ def test_strict_with_every_choice_made(tiny_data, tiny_solution, tmp_path):
               "--final-data", tiny_data, "--queue", "my-vhost")
     assert run.returncode == 0, run.stderr
     assert not [ln for ln in run.stdout.splitlines() if ln.startswith("warning")]
+    assert "bundle: docker_image me/evaluator:2 (given with --docker-image)" in run.stdout.splitlines()
     comp = read_competition(out)
     assert comp["docker_image"] == "me/evaluator:2"
     assert comp["contact_email"] == "jury@challenge-welding.eu"

@@ -410,7 +410,9 @@ def make_bundle(data_dir: str | Path, output_zip: str | Path, *,
                 raise ChallengeError("the bundle is not valid:\n  - " + "\n  - ".join(problems))
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    _log_bundle(log, output_zip, limits, queue, counts, needs)
+    image = (f"bundle: docker_image {comp.get('docker_image')} "
+             + ("(given with --docker-image)" if docker_image else "(competition.yaml's: not given)"))
+    _log_bundle(log, output_zip, limits, queue, counts, needs, image)
     for line in decisions:  # last, so they are what the organiser reads
         log(line)
     return output_zip
@@ -430,13 +432,15 @@ def _checked_inputs(repo: Path, data_dir: Path, final_data, solution):
     return final_data, solution
 
 
-def _log_bundle(log, output_zip: Path, limits: dict, queue, counts: dict, needs: dict) -> None:
+def _log_bundle(log, output_zip: Path, limits: dict, queue, counts: dict, needs: dict,
+                image: str) -> None:
     size = output_zip.stat().st_size / 1e6
     log(f"bundle: {output_zip} ({size:.1f} MB), validator: no problem; execution_time_limit "
         + ", ".join(f"{k} {v} s" for k, v in limits.items())
         + (f"; queue {queue}" if queue else "; default queue"))
     for k in counts:
         log(f"bundle: phase {k} needs {_need_text(counts[k], needs[k])}")
+    log(image)
     warning = queue_warning(needs, queue)
     if warning:
         log(warning)
