@@ -72,10 +72,7 @@ def run(args):
 
     def report(table):
         print(("planned sizes (nothing written):" if args.plan_only else "planned sizes (writing now):"))
-        print(format_size_table(table))
-        for line in ko_warnings(table):
-            print(line)
-        print(end="", flush=True)
+        print("\n".join([format_size_table(table), *ko_warnings(table)]), flush=True)
 
     t0 = time.time()
     out = build_sets(args.source, args.out, seed=args.seed, config=args.config, workers=args.workers,
