@@ -71,10 +71,14 @@ def drawn_area(x, y) -> float:
     return float(np.trapezoid(y[ok], x[ok])) if ok.sum() >= 2 else float("nan")
 
 
-def too_few(ax, n, min_samples: int, printed: str, step: str = "a published step"):
-    """The panel of a curve that the publication step reduces to its end points: why nothing is drawn."""
-    count = f"{n} images, " if n is not None else ""
-    _note(ax, f"too few images to draw:\n{count}{step} needs {min_samples}\n{printed} (computed on all images)")
+def too_few(ax, n, min_samples: int, printed: str, need: str | None = None):
+    """The panel of a curve that the publication step reduces to its end points: why nothing is drawn.
+
+    ``need``: what is missing; by default a curve's two published steps of ``min_samples`` images.
+    """
+    need = need or f"a curve needs two steps of {min_samples} images"
+    count = f"{n} images; " if n is not None else ""
+    _note(ax, f"too few images to draw:\n{count}{need}\n{printed} (computed on all images)")
 
 
 def kpi_chart(kpis: dict, labels: dict) -> str:
@@ -178,7 +182,8 @@ def robustness_chart(robustness: dict, order=("blur", "luminance", "rotation", "
                 continue
             shown = np.isfinite(ml)
             if shown.sum() < 2:
-                too_few(ax, None, min_samples, f"r = {_fmt(r)}", "a level shown")
+                too_few(ax, None, min_samples, f"r = {_fmt(r)}",
+                        f"two levels of {min_samples} images or more are needed")
                 continue
             ax.patch.set_gid(f"robustness-{kind}-axes")
             ax.fill_between(levels, np.ma.masked_invalid(ml), color="#aed6f1", alpha=0.6)
