@@ -185,8 +185,9 @@ def _rank_chart(frame, draw, matrices):
         return None
     ranked = [r for r in frame.to_dict("records") if not r["reference"]]
     level = matrices[0]["level"] if matrices else 0.95
-    return Markup(draw([{"name": r["solution"], "rank": int(r["rank"]), "lo": int(r["rank_lo"]),
-                         "hi": int(r["rank_hi"]), "group": _group_text(r)} for r in ranked], level))
+    svg = draw([{"name": r["solution"], "rank": int(r["rank"]), "lo": int(r["rank_lo"]),
+                 "hi": int(r["rank_hi"]), "group": _group_text(r)} for r in ranked], level)
+    return Markup(svg.replace('role="img"', 'role="img" aria-label="rank intervals"', 1))
 
 
 def _int_text(value) -> str:
