@@ -77,7 +77,7 @@ def _check_roc(svg, roc, name):
     curve = _path(svg, f"roc-{name}-curve")
     if curve is None:
         assert "too few images to draw:" in texts
-        assert f"{roc['n']} images; a curve needs two steps of {MIN} images" in texts
+        assert f"{roc['n']} images; a curve needs" in texts and f"two steps of {MIN} images" in texts
         assert f"AUROC = {roc['auroc']:.3f} (computed on all images)" in texts
         return "too few"
     x, y = _to_data(curve, _path(svg, f"roc-{name}-chance"), ((0, 0), (1, 1)))
@@ -122,7 +122,7 @@ def test_retention_curves_agree_with_their_r_auc(extras_by_size, scoring_config,
         curve = _path(svg, f"retention-{key}-curve")
         if curve is None:
             assert "too few images to draw:" in texts
-            assert f"{perf['n']} images; a curve needs two steps of {MIN} images" in texts
+            assert f"{perf['n']} images; a curve needs" in texts and f"two steps of {MIN} images" in texts
             assert len(res["curve"]["retention"]) <= 2
             continue
         ref = ((0, 0), (1, res["mean_error"]))
@@ -145,7 +145,7 @@ def test_retention_of_a_set_under_one_step_is_not_drawn(scoring_config):
     perf = compute_extras(frames, scoring_config)["sets"]["performance"]
     svg = charts.retention_chart(perf["retention"], perf["n"], MIN)
     assert _path(svg, "retention-misclassification-curve") is None
-    assert "24 images; a curve needs two steps of 25 images" in _texts(svg)
+    assert "24 images; a curve needs" in _texts(svg) and "two steps of 25 images" in _texts(svg)
 
 
 def _robustness_points(svg, kind):
@@ -180,4 +180,4 @@ def test_robustness_panels_draw_their_r_and_hide_small_levels(report_details):
     assert "level of < 25 images: hidden" in texts
     assert any(t.startswith("blur: r =") and t.endswith("(all levels)") for t in texts)
     assert _path(svg, "robustness-rotation-curve") is None
-    assert "two levels of 25 images or more are needed" in texts
+    assert "two levels of 25 images" in texts and "or more are needed" in texts

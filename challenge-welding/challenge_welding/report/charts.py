@@ -76,9 +76,11 @@ def too_few(ax, n, min_samples: int, printed: str, need: str | None = None):
 
     ``need``: what is missing; by default a curve's two published steps of ``min_samples`` images.
     """
-    need = need or f"a curve needs two steps of {min_samples} images"
+    need = need or f"a curve needs\ntwo steps of {min_samples} images"  # short lines: the panel is 3 in wide
     count = f"{n} images; " if n is not None else ""
     _note(ax, f"too few images to draw:\n{count}{need}\n{printed} (computed on all images)")
+    for spine in ax.spines.values():  # an empty frame would read as a curve at 0
+        spine.set_visible(False)
 
 
 def kpi_chart(kpis: dict, labels: dict) -> str:
@@ -183,7 +185,7 @@ def robustness_chart(robustness: dict, order=("blur", "luminance", "rotation", "
             shown = np.isfinite(ml)
             if shown.sum() < 2:
                 too_few(ax, None, min_samples, f"r = {_fmt(r)}",
-                        f"two levels of {min_samples} images or more are needed")
+                        f"two levels of {min_samples} images\nor more are needed")
                 continue
             ax.patch.set_gid(f"robustness-{kind}-axes")
             ax.fill_between(levels, np.ma.masked_invalid(ml), color="#aed6f1", alpha=0.6)
