@@ -47,10 +47,12 @@ def absolute_colour(value: float, key: str) -> str:
 
 
 def _scale_text(key: str) -> str:
+    """The column's scale in words, values beyond its ends included (a negative UOP is as red as 0)."""
     red, green = scale(key)
+    worse, better = ("or more", "or less") if red > green else ("or less", "or more")
     if key == "time_p95":
-        return f"red at the budget {1000 * red:.1f} ms per image, green at 0"
-    return f"red at {red:g}, green at {green:g}"
+        return f"red at the budget {1000 * red:.1f} ms per image {worse}, green at 0"
+    return f"red at {red:g} {worse}, green at {green:g} {better}"
 
 
 def legend() -> list[dict]:
@@ -143,12 +145,17 @@ def render_html(frame, title="Leaderboard", matrices=None, analyses=None) -> str
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("challenge_welding.report", "templates"),
                              autoescape=True)
+    from challenge_welding.report.charts import rank_interval_chart
+
     keys = list(SCORE_KEYS)
     rows = []
     for rec in frame.to_dict("records"):
         cells = []
         for k in keys:
             v = rec[k]
+            if not measured(rec, k):
+                cells.append({"text": "-", "colour": colour(float("nan"), 0, 1)})
+                continue
             text = f"{v:.2f}" if k == "score" else (f"{1000 * v:.1f}" if k == "time_p95" else f"{v:.3f}")
             cells.append({"text": text, "colour": absolute_colour(v, k)})
         rank_ = rec["rank"]
@@ -156,9 +163,31 @@ def render_html(frame, title="Leaderboard", matrices=None, analyses=None) -> str
                      "cells": cells, "interval": _interval_text(rec), "group": _group_text(rec)})
     return env.get_template("leaderboard.html.j2").render(
         title=title, kpis=KPI_KEYS, criteria=CRITERIA_KEYS, lower_better=LOWER_BETTER, rows=rows,
-        heads={k: SHORT.get(k, k).replace("_", "_\u200b") for k in keys}, legend=legend(),
+        heads={k: SHORT.get(k, k) for k in keys}, legend=legend(),
         version=__version__, matrices=matrices or [], significance="rank_lo" in frame.columns,
-        analyses=analyses)
+        analyses=analyses, rank_chart=_rank_chart(frame, rank_interval_chart, matrices))
+
+
+def measured(rec, key) -> bool:
+    """Whether a board cell holds a measurement: a virtual row's time was never measured (it is 0 by
+    construction, scoring.virtual), and a missing value is not one either."""
+    v = rec.get(key)
+    if v is None or not math.isfinite(float(v)):
+        return False
+    return not (key == "time_p95" and bool(rec.get("reference")))
+
+
+def _rank_chart(frame, draw, matrices):
+    """The ranked rows' rank intervals as an inline SVG (None without significance)."""
+    from markupsafe import Markup
+
+    if "rank_lo" not in frame.columns:
+        return None
+    ranked = [r for r in frame.to_dict("records") if not r["reference"]]
+    level = matrices[0]["level"] if matrices else 0.95
+    svg = draw([{"name": r["solution"], "rank": int(r["rank"]), "lo": int(r["rank_lo"]),
+                 "hi": int(r["rank_hi"]), "group": _group_text(r)} for r in ranked], level)
+    return Markup(svg.replace('role="img"', 'role="img" aria-label="rank intervals"', 1))
 
 
 def _int_text(value) -> str:
@@ -183,13 +212,14 @@ def _interval_text(rec) -> str:
 def text_table(frame) -> str:
     """Plain-text table for the terminal: rank, solution, score and the six KPIs."""
     sig = "rank_lo" in frame.columns
+    widths = [max(12, len(k) + 2) for k in KPI_KEYS]  # a column name is never cut (generalization)
     head = (f"{'rank':>4}  " + (f"{'95% rank':>9} {'group':<6}" if sig else "")
-            + f"{'solution':<28}{'score':>7}" + "".join(f"{k[:11]:>12}" for k in KPI_KEYS))
+            + f"{'solution':<28}{'score':>7}" + "".join(f"{k:>{w}}" for k, w in zip(KPI_KEYS, widths)))
     lines = [head, "-" * len(head)]
     for rec in frame.to_dict("records"):
         extra = f"{_interval_text(rec):>9} {_group_text(rec):<6}" if sig else ""
         lines.append(f"{_int_text(rec['rank']):>4}  {extra}{rec['solution'][:27]:<28}{rec['score']:>7.2f}"
-                     + "".join(f"{rec[k]:>12.3f}" for k in KPI_KEYS))
+                     + "".join(f"{rec[k]:>{w}.3f}" for k, w in zip(KPI_KEYS, widths)))
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from challenge_welding.scoring.extras import compute_extras, sample_traces
 from challenge_welding.report.html import render_report
 from challenge_welding.scoring import draws
 from challenge_welding.scoring.score import details_json, score_predictions, write_output
+from challenge_welding.scoring.shortfall import where_points_went
 
 OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
 
@@ -54,6 +55,10 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
         details["extras"] = compute_extras(scored.frames, scored.config)
     except Exception as exc:  # noqa: BLE001 - the extras never change the score: report the failure
         details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
+    try:  # the top of the page: each KPI's lost points and the criterion that cost them (issue 26)
+        details["shortfall"] = where_points_went(details["kpis"], scores, scored.config, list(details["robustness"]))
+    except Exception as exc:  # noqa: BLE001 - an explanation never changes the score
+        details["warnings"].append(f"the points' breakdown failed: {type(exc).__name__}: {exc}")
     try:
         page = render_report(details, scored.config)
     except Exception as exc:  # noqa: BLE001 - same for the page

@@ -56,6 +56,33 @@ def _note(ax, text: str):
     ax.grid(False)
 
 
+# A drawn curve agrees with the number printed beside it when the area under what is drawn is within
+# this much of it: AUROC units for a ROC curve, a share of the curve's end value for a retention curve
+# (whose areas live in [0, end]). Beyond it the legend prints the drawn area too; a curve reduced to its
+# two end points (fewer than two publication steps) is not drawn at all ("too few images to draw").
+ROC_TOL = 0.02
+RETENTION_TOL = 0.05
+
+
+def drawn_area(x, y) -> float:
+    """Trapezoid area under the polyline drawn through (x, y), NaN points skipped."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    return float(np.trapezoid(y[ok], x[ok])) if ok.sum() >= 2 else float("nan")
+
+
+def too_few(ax, n, min_samples: int, printed: str, need: str | None = None):
+    """The panel of a curve that the publication step reduces to its end points: why nothing is drawn.
+
+    ``need``: what is missing; by default a curve's two published steps of ``min_samples`` images.
+    """
+    need = need or f"a curve needs\ntwo steps of {min_samples} images"  # short lines: the panel is 3 in wide
+    count = f"{n} images; " if n is not None else ""
+    _note(ax, f"too few images to draw:\n{count}{need}\n{printed} (computed on all images)")
+    for spine in ax.spines.values():  # an empty frame would read as a curve at 0
+        spine.set_visible(False)
+
+
 def kpi_chart(kpis: dict, labels: dict) -> str:
     """Per KPI, two bars on one scale: rescaled (with its 95 % interval) and, thin below it, raw.
 
@@ -135,29 +162,53 @@ def reliability_chart(subsets: dict, min_samples: int = 25) -> str:
         return to_svg(fig)
 
 
-def robustness_chart(robustness: dict, order=("blur", "luminance", "rotation", "translation")) -> str:
-    """ML against perturbation level, one panel per perturbation type."""
+def robustness_chart(robustness: dict, order=("blur", "luminance", "rotation", "translation"),
+                     min_samples: int = 25) -> str:
+    """ML against perturbation level, one panel per perturbation type.
+
+    A level whose ML is withheld (fewer than ``min_samples`` images, scoring.disclosure) is a grey
+    cross on the axis, not a point at 0; with fewer than two levels shown the panel says so. The
+    title's r uses every level: with every level shown it is the drawn area over the axis length.
+    """
     with rc_context(RC):
         fig, axes = new_figure(10, 5.2, 2, 2)
         for ax, kind in zip(axes, order):
             data = robustness.get(kind) or {}
-            levels, ml = np.asarray(data.get("levels") or [], float), np.asarray(data.get("ml") or [], float)
+            levels = np.asarray(data.get("levels") or [], float)
+            ml = np.array([np.nan if v is None else v for v in data.get("ml") or []], float)
+            r = _num(data.get("r"))
+            title = f"{kind}: r = {r:.3f}" if np.isfinite(r) else kind
+            ax.set_title(title)
             if len(levels) == 0:
-                ax.set_title(kind)
                 _note(ax, f"no '{kind}' rows in the robustness set")
                 continue
-            ax.fill_between(levels, np.nan_to_num(ml), color="#aed6f1", alpha=0.6)
-            ax.plot(levels, ml, "o-", color="#1f618d", ms=3)
-            r = _num(data.get("r"))
-            ax.set_title(f"{kind}: r = {r:.3f}" if np.isfinite(r) else kind)
+            shown = np.isfinite(ml)
+            if shown.sum() < 2:
+                too_few(ax, None, min_samples, f"r = {_fmt(r)}",
+                        f"two levels of {min_samples} images\nor more are needed")
+                continue
+            ax.patch.set_gid(f"robustness-{kind}-axes")
+            ax.fill_between(levels, np.ma.masked_invalid(ml), color="#aed6f1", alpha=0.6)
+            ax.plot(levels, ml, "o-", color="#1f618d", ms=3, gid=f"robustness-{kind}-curve")
+            if not shown.all():
+                ax.plot(levels[~shown], np.zeros((~shown).sum()), "x", color=GREY, ms=6, clip_on=False,
+                        label=f"level of < {min_samples} images: hidden")
+                ax.legend(loc="lower left", fontsize=7)
+                ax.set_title(f"{title} (all levels)")
             ax.set_ylim(0, 1.05)
             ax.set_xlabel("level (0 = clean)")
             ax.set_ylabel("ML (F-beta of KO)")
         return to_svg(fig)
 
 
-def roc_chart(rocs: dict) -> str:
-    """ROC curves of the OOD score against the OOD label, one panel per set."""
+def roc_chart(rocs: dict, min_samples: int = 25) -> str:
+    """ROC curves of the OOD score against the OOD label, one panel per set.
+
+    The curve is published in steps of at least ``min_samples`` images; the AUROC uses all of
+    them. A curve left with its two end points only (a set of fewer than two steps) is the chance
+    diagonal whatever the AUROC: it is not drawn then (unless the AUROC is the diagonal's, 0.5);
+    a coarser curve whose area differs from the AUROC by more than ROC_TOL has that area in its legend.
+    """
     with rc_context(RC):
         fig, axes = new_figure(10, 3.4, 1, 3)
         for ax, name in zip(axes, ("ood_real", "ood_synthetic", "drift")):
@@ -169,9 +220,17 @@ def roc_chart(rocs: dict) -> str:
             if roc.get("note"):
                 _note(ax, roc["note"])
                 continue
-            ax.plot(roc["fpr"], roc["tpr"], color=SET_COLOURS[name], lw=1.8,
-                    label=f"AUROC = {roc['auroc']:.3f}")
-            ax.plot([0, 1], [0, 1], "--", color=GREY, lw=1)
+            auroc, area = _num(roc.get("auroc")), drawn_area(roc["fpr"], roc["tpr"])
+            off = not abs(area - auroc) <= ROC_TOL
+            if off and len(roc["fpr"]) <= 2:
+                too_few(ax, roc.get("n"), min_samples, f"AUROC = {_fmt(auroc)}")
+                continue
+            label = f"AUROC = {_fmt(auroc)}"
+            if off:
+                label += f"\ndrawn in steps of ≥ {min_samples} images:\narea {_fmt(area)}"
+            ax.patch.set_gid(f"roc-{name}-axes")
+            ax.plot(roc["fpr"], roc["tpr"], color=SET_COLOURS[name], lw=1.8, label=label, gid=f"roc-{name}-curve")
+            ax.plot([0, 1], [0, 1], "--", color=GREY, lw=1, gid=f"roc-{name}-chance")
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1.01)
             ax.set_aspect("equal")
@@ -206,8 +265,14 @@ def drift_chart(drift: dict | None) -> str:
         return to_svg(fig)
 
 
-def retention_chart(retention: dict) -> str:
-    """Error-retention curves (uncertainty order, random, oracle), one panel per error."""
+def retention_chart(retention: dict, n: int | None = None, min_samples: int = 25) -> str:
+    """Error-retention curves (uncertainty order, random, oracle), one panel per error.
+
+    The curves are published at steps of at least ``min_samples`` images; the R-AUC values use
+    every image. A curve left with its two end points (fewer than two steps) is the random line
+    whatever its R-AUC: the panel then says so instead; a coarser curve whose area differs from its
+    R-AUC by more than RETENTION_TOL of the curve's end value has that area in its legend.
+    """
     titles = {"misclassification": "misclassification rate", "excess_cost": "excess cost"}
     with rc_context(RC):
         fig, axes = new_figure(10, 3.5, 1, 2)
@@ -218,12 +283,24 @@ def retention_chart(retention: dict) -> str:
                 _note(ax, "no sample")
                 continue
             end = res["mean_error"] or 0.0
+            tol = RETENTION_TOL * max(abs(end), 1e-12)
+            curves = {"curve": "r_auc", "oracle_curve": "oracle_r_auc"}
+            area = {c: drawn_area(res[c]["retention"], res[c]["value"]) for c in curves}
+            off = {c: not abs(area[c] - _num(res[a])) <= tol for c, a in curves.items()}
+            if any(off[c] and len(res[c]["retention"]) <= 2 for c in curves):
+                too_few(ax, n, min_samples, f"R-AUC {_fmt(res['r_auc'])}, oracle {_fmt(res['oracle_r_auc'])}")
+                continue
+
+            def label(text, c):
+                return f"{text} ({_fmt(res[curves[c]])}" + (f"; drawn steps {_fmt(area[c])})" if off[c] else ")")
+
+            ax.patch.set_gid(f"retention-{key}-axes")
             ax.plot(res["curve"]["retention"], res["curve"]["value"], color="#1f618d", lw=1.8,
-                    label=f"by uncertainty (R-AUC {_fmt(res['r_auc'])})")
+                    label=label("by uncertainty, R-AUC", "curve"), gid=f"retention-{key}-curve")
             ax.plot([0, 1], [0, end], "--", color=GREY, lw=1.2,
-                    label=f"random order ({_fmt(res['random_r_auc'])})")
+                    label=f"random order ({_fmt(res['random_r_auc'])})", gid=f"retention-{key}-random")
             ax.plot(res["oracle_curve"]["retention"], res["oracle_curve"]["value"], ":", color=GREEN, lw=1.8,
-                    label=f"oracle ({_fmt(res['oracle_r_auc'])})")
+                    label=label("oracle", "oracle_curve"), gid=f"retention-{key}-oracle")
             ax.set_xlim(0, 1)
             ax.set_xlabel("retention fraction (most certain kept)")
             unit = res.get("unit", "")
@@ -278,3 +355,40 @@ def _num(x) -> float:
 def _fmt(x, digits: int = 3) -> str:
     v = _num(x)
     return "n/a" if not np.isfinite(v) else f"{v:.{digits}f}"
+
+
+GROUP_COLOURS = ("#1f618d", "#c0392b", "#229954", "#d68910", "#7d3c98", "#17a589", "#884ea0", "#566573")
+
+
+def rank_interval_chart(rows: list[dict], level: float = 0.95) -> str:
+    """The leaderboard's rank intervals: one whisker per submission (lo..hi), a dot at its rank.
+
+    ``rows``: ranked submissions in rank order, each {"name", "rank", "lo", "hi", "group"}. The
+    colour is the first letter of the group (submissions sharing a letter are not distinguishable);
+    the letters are written at the right of each whisker.
+    """
+    with rc_context(RC):
+        n = len(rows)
+        fig, (ax,) = new_figure(10, 0.32 * max(n, 1) + 1.1, left=2.4, right=0.9, top=0.45)
+        if not rows:
+            _note(ax, "no ranked submission")
+            return to_svg(fig)
+        letters = sorted({r["group"][:1] for r in rows if r["group"]})
+        colours = {g: GROUP_COLOURS[i % len(GROUP_COLOURS)] for i, g in enumerate(letters)}
+        y = np.arange(n)[::-1].astype(float)
+        for yi, r in zip(y, rows):
+            c = colours.get(r["group"][:1], GREY)
+            ax.plot([r["lo"], r["hi"]], [yi, yi], color=c, lw=2.2, solid_capstyle="butt", gid=f"rank-{r['name']}")
+            ax.plot([r["lo"], r["hi"]], [yi, yi], "|", color=c, ms=9)
+            ax.plot([r["rank"]], [yi], "o", color=c, ms=6)
+            ax.text(n + 0.6, yi, r["group"], va="center", ha="left", color=c, fontsize=9, fontweight="bold",
+                    clip_on=False)
+        ax.set_yticks(y, [r["name"] for r in rows])
+        ax.set_xlim(0.5, n + 0.5)
+        ax.set_xticks(np.arange(1, n + 1))
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("rank (1 = best)")
+        ax.grid(axis="y", visible=False)
+        ax.set_title(f"{100 * level:g} % rank interval over the bootstrap resamples (dot: the rank on the full sets; "
+                     "letter and colour: the group)", fontsize=9, loc="left")
+        return to_svg(fig)

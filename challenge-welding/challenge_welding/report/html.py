@@ -45,10 +45,12 @@ def render_report(details: dict, config) -> str:
 def build_context(details: dict, config) -> dict:
     problems: list[str] = []
 
-    def chart(name, fn, *args):
+    def chart(name, fn, *args, **kw):
         # A chart must never cost the participant their scores: show the reason instead.
         try:
-            return charts_markup(fn(*args).replace('role="img"', f'role="img" aria-label="{name} chart"', 1))
+            svg = fn(*args, **kw).replace('role="img"', f'role="img" aria-label="{name} chart"', 1)
+            # its own box: on a narrow screen the chart keeps a legible width and scrolls sideways
+            return charts_markup(f'<div class="chartbox">{svg}</div>')
         except Exception as exc:  # noqa: BLE001 - reported on the page and in its warnings
             problems.append(f"chart '{name}' could not be drawn: {type(exc).__name__}: {exc}")
             return charts_markup(f'<p class="absent">chart unavailable: {type(exc).__name__}</p>')
@@ -84,6 +86,7 @@ def build_context(details: dict, config) -> dict:
              "resolution": "not reported for this set"} for s in extras.get("skipped") or []],
         "metric_card": details.get("metric_card") or {},
         "sandbox": details.get("sandbox"),
+        "points": details.get("shortfall"),
         "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
     }
     rocs = {name: (extras.get("roc") or {}).get(name) for name in ("ood_real", "ood_synthetic", "drift")}
@@ -92,10 +95,12 @@ def build_context(details: dict, config) -> dict:
         "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
         "reliability": chart("reliability", charts.reliability_chart, reliability,
                              config["disclosure"]["min_samples"]),
-        "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"]),
-        "roc": chart("roc", charts.roc_chart, rocs),
+        "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"],
+                            min_samples=ctx["min_samples"]),
+        "roc": chart("roc", charts.roc_chart, rocs, ctx["min_samples"]),
         "drift": chart("drift", charts.drift_chart, extras.get("drift")),
-        "retention": chart("retention", charts.retention_chart, perf_extras["retention"]) if perf_extras else None,
+        "retention": chart("retention", charts.retention_chart, perf_extras["retention"], perf_extras.get("n"),
+                           ctx["min_samples"]) if perf_extras else None,
         "trust": chart("trust", charts.trust_chart, perf_extras["trust"]) if perf_extras else None,
     }
     ctx["extras_metrics"] = _extras_metrics(extras)
