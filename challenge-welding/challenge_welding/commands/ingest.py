@@ -9,6 +9,11 @@ exit status:
   1  the submission failed (layout, install, import, load_model, predict, invalid output,
      time limit); ingestion.json says where, with the submission's traceback
   2  bad input or usage: options, a missing or unreadable input-data folder, set or image
+  3  the output could not be written (no space left, read-only, a file where a folder is
+     needed, no permission): checked before the submission runs where it can be; when it
+     fails at the end, the run's files are kept in the temporary folder the line names
+  130, 143  interrupted (Ctrl-C, SIGTERM): the sets finished and the logs are written,
+     ingestion.json says status "interrupted"; a re-run redoes every set
 
 The set files and ingestion.json are written last, from memory, after every process the
 submission started is killed; ingestion.json's "manifest" holds each file's sha256.
@@ -82,17 +87,21 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
+    from challenge_welding.contract.errors import Interrupted
     from challenge_welding.ingestion.run import ingest
 
-    report = ingest(
-        args.submission, args.input_data, args.output, batch_size=args.batch_size,
-        device=args.device, sets=args.sets, isolation=not args.no_isolation,
-        installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
-        no_index=args.no_index, batch_timeout=args.batch_timeout,
-        total_timeout=args.total_timeout, load_timeout=args.load_timeout,
-        install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
-        warmup=not args.no_warmup, progress=not args.no_progress,
-        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
-        no_network=args.no_network, run_network=args.run_network,
-        max_processes=args.max_processes)
+    try:
+        report = ingest(
+            args.submission, args.input_data, args.output, batch_size=args.batch_size,
+            device=args.device, sets=args.sets, isolation=not args.no_isolation,
+            installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
+            no_index=args.no_index, batch_timeout=args.batch_timeout,
+            total_timeout=args.total_timeout, load_timeout=args.load_timeout,
+            install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
+            warmup=not args.no_warmup, progress=not args.no_progress,
+            exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
+            no_network=args.no_network, run_network=args.run_network,
+            max_processes=args.max_processes)
+    except Interrupted as stop:  # the log's error line said it; ingestion.json holds the rest
+        return stop.exit_code
     return 0 if report["status"] == "ok" else 1

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.contract.errors import SubmissionFailed
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes
 
 REPORT_FILE = "ingestion.json"
@@ -78,6 +78,13 @@ def read_report(predictions_dir) -> dict:
     if not isinstance(report, dict):
         raise SubmissionFailed(f"{path} is not a JSON object")
     status = report.get("status")
+    if status == "interrupted":  # not the submission's fault: bad input (2), not a failure (1)
+        sets = report.get("sets") if isinstance(report.get("sets"), dict) else {}
+        undone = sorted(str(n) for n, info in sets.items()
+                        if not (isinstance(info, dict) and info.get("status") == "ok"))
+        raise ChallengeError(f"{path}: the ingestion was interrupted before it finished the "
+                             f"set(s) {', '.join(undone) or '(unknown)'}; nothing is scored: "
+                             "run ingest again (it redoes every set)")
     if status != "ok":
         errors = report.get("errors") or []
         first = str(errors[0]).splitlines()[0] if errors else ""
