@@ -64,6 +64,27 @@ def check_worker_metadata(predictions_dir) -> None:
                                "its prediction files are not scored")
 
 
+def check_interrupted(predictions_dir) -> None:
+    """Refuse, in one line naming the sets it did not finish, a folder whose ingestion was
+    interrupted (Ctrl-C, SIGTERM: ingestion.json's status "interrupted"). Not the submission's
+    fault, so bad input (exit status 2), not a failed submission (1); its finished sets are
+    not scored alone: a score needs every set. No report, or an unreadable one: the other
+    checks speak."""
+    path = Path(predictions_dir) / REPORT_FILE
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return
+    if not isinstance(report, dict) or report.get("status") != "interrupted":
+        return
+    sets = report.get("sets") if isinstance(report.get("sets"), dict) else {}
+    undone = sorted(str(n) for n, info in sets.items()
+                    if not (isinstance(info, dict) and info.get("status") == "ok"))
+    raise ChallengeError(f"{path}: the ingestion was interrupted before it finished the "
+                         f"set(s) {', '.join(undone) or '(unknown)'}; nothing is scored: "
+                         "run ingest again (it redoes every set)")
+
+
 def read_report(predictions_dir) -> dict:
     """ingestion.json, required with status ok and a manifest mapping."""
     path = Path(predictions_dir) / REPORT_FILE
@@ -78,13 +99,6 @@ def read_report(predictions_dir) -> dict:
     if not isinstance(report, dict):
         raise SubmissionFailed(f"{path} is not a JSON object")
     status = report.get("status")
-    if status == "interrupted":  # not the submission's fault: bad input (2), not a failure (1)
-        sets = report.get("sets") if isinstance(report.get("sets"), dict) else {}
-        undone = sorted(str(n) for n, info in sets.items()
-                        if not (isinstance(info, dict) and info.get("status") == "ok"))
-        raise ChallengeError(f"{path}: the ingestion was interrupted before it finished the "
-                             f"set(s) {', '.join(undone) or '(unknown)'}; nothing is scored: "
-                             "run ingest again (it redoes every set)")
     if status != "ok":
         errors = report.get("errors") or []
         first = str(errors[0]).splitlines()[0] if errors else ""
