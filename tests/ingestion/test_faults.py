@@ -127,13 +127,14 @@ def test_an_unwritable_output_is_one_line_before_the_submission_runs(
         assert done.returncode == 3, done.stderr
         [line] = error_lines(done.stderr)
         expected = {
-            "output is a file": f"error: {out} is a file where the prediction folder needs a folder: ",
-            "parent is a file": f"error: {mnt / 'taken'} is a file where the prediction folder needs "
-                                f"a folder ({out}): ",
-            "read-only parent": f"error: read-only file system at {out}: the prediction folder "
-                                "needs a writable folder",
-            "read-only output": f"error: read-only file system at {out}: the prediction folder "
-                                "needs a writable folder",
+            "output is a file": f"error: {out} is a file where a folder is needed for the "
+                                "prediction folder: ",
+            "parent is a file": f"error: {mnt / 'taken'} is a file where a folder is needed for "
+                                f"the prediction folder ({out}): ",
+            "read-only parent": f"error: read-only file system at {out}: a writable folder is "
+                                "needed for the prediction folder",
+            "read-only output": f"error: read-only file system at {out}: a writable folder is "
+                                "needed for the prediction folder",
         }[case]
         assert line.startswith(expected), line
         assert "device:" not in done.stderr  # refused before the install and the child

@@ -64,18 +64,18 @@ def fault_line(exc: OSError, path, what: str, size: int | None = None) -> str:
         return (f"no space left on device writing {what} to {path} ({need}{_size(free)} free "
                 f"on that file system): free space there or choose another output folder")
     if code == errno.EROFS:
-        return (f"read-only file system at {path}: {what} needs a writable folder; choose "
-                "another output folder or remount it read-write")
+        return (f"read-only file system at {path}: a writable folder is needed for {what}; "
+                "choose another output folder or remount it read-write")
     if code in (errno.ENOTDIR, errno.EEXIST) and not there.is_dir():
         where = "" if there == path else f" ({path})"
-        return (f"{there} is a file where {what} needs a folder{where}: move the file away "
-                "or choose another output path")
+        return (f"{there} is a file where a folder is needed for {what}{where}: move the file "
+                "away or choose another output path")
     if code == errno.EISDIR:
-        return (f"{path} is a folder where {what} is written as a file: remove it or choose "
+        return (f"{path} is a folder where a file is needed for {what}: remove it or choose "
                 "another output path")
     if code in (errno.EACCES, errno.EPERM):
         folder = there if there.is_dir() else there.parent
-        return (f"permission denied writing {what} to {path}: it needs write permission on "
+        return (f"permission denied writing {what} to {path}: write permission is needed on "
                 f"{folder}; choose another output folder or change its permissions")
     if code == errno.ENOENT:
         return (f"{path} cannot be written ({what}): its folder is missing ({there} is the "

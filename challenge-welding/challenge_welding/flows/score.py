@@ -44,10 +44,10 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     if draws_path is not None:  # a usage error before any work
         draws.check_unpublished(draws_path, output_dir)
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify, baseline=baseline)
-    out = make_folder(output_dir, "the scores")
+    out = make_folder(output_dir, "the scoring output")
     # a previous run's files go first; a write fault then removes this run's: OUT never holds
     # a scores.json without the page and details.json of the same run
-    with writing(out, "the scores"):
+    with writing(out, "the scoring output"):
         for name in OUTPUT_FILES:
             remove_entry(out / name)
     try:
