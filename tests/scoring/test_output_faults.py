@@ -171,7 +171,7 @@ def test_build_sets_on_a_full_file_system_is_one_line_and_leaves_no_set(tmp_path
             source += ["--ood-source", str(value)]
     with tmpfs(tmp_path / "small", "256k") as small:
         out = small / "data"
-        done = cli(*args, str(out), *source, "--workers", "1", "--max-per-set", "robustness=20")
+        done = cli(*args, str(out), *source, "--workers", "1")
         assert done.returncode == 3, done.stdout + done.stderr
         [line] = error_lines(done.stderr)
         assert line.startswith("error: no space left on device writing the evaluation sets to "
