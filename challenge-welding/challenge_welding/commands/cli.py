@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code  # 1: the submission failed, 2: bad input or usage, 3: no output
     except KeyboardInterrupt as exc:
-        print(f"error: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
+        if not getattr(exc, "said", False):
+            print(f"error: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
         return getattr(exc, "exit_code", 130)
     except OSError as exc:  # a file fault no writer explained: still one line, never a traceback
         if exc.filename is None:

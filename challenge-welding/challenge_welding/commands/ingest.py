@@ -87,21 +87,17 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
-    from challenge_welding.contract.errors import Interrupted
     from challenge_welding.ingestion.run import ingest
 
-    try:
-        report = ingest(
-            args.submission, args.input_data, args.output, batch_size=args.batch_size,
-            device=args.device, sets=args.sets, isolation=not args.no_isolation,
-            installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
-            no_index=args.no_index, batch_timeout=args.batch_timeout,
-            total_timeout=args.total_timeout, load_timeout=args.load_timeout,
-            install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
-            warmup=not args.no_warmup, progress=not args.no_progress,
-            exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
-            no_network=args.no_network, run_network=args.run_network,
-            max_processes=args.max_processes)
-    except Interrupted as stop:  # the log's error line said it; ingestion.json holds the rest
-        return stop.exit_code
+    report = ingest(
+        args.submission, args.input_data, args.output, batch_size=args.batch_size,
+        device=args.device, sets=args.sets, isolation=not args.no_isolation,
+        installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
+        no_index=args.no_index, batch_timeout=args.batch_timeout,
+        total_timeout=args.total_timeout, load_timeout=args.load_timeout,
+        install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
+        warmup=not args.no_warmup, progress=not args.no_progress,
+        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
+        no_network=args.no_network, run_network=args.run_network,
+        max_processes=args.max_processes)
     return 0 if report["status"] == "ok" else 1

@@ -47,6 +47,7 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signal.Signals(signum).name)
         self.signum = int(signum)
         self.exit_code = 128 + self.signum
+        self.said = False  # True once a line on the terminal said it (the CLI adds none)
 
 
 def exit_status_help(failed: str | None = None) -> str:

@@ -435,6 +435,7 @@ class Ingestion:
         if failure is not None:
             raise failure
         if interrupted:
+            interrupted.said = bool(self.opt["verbose"])  # the error line is on the terminal
             raise interrupted
         return report.to_json()
 
