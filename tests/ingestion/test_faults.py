@@ -12,8 +12,9 @@
 * a corrupt JPEG in our own input data: said once.
 
 Before these changes (noted live): a full output ended in `OSError: [Errno 28] No space left
-on device` (a traceback, exit 1); Ctrl-C left PRED empty and the log in /tmp; SIGTERM ended
-the process with nothing written; the corrupt-JPEG line was printed twice.
+on device` (a traceback, exit 1); Ctrl-C (exit 130) left PRED empty and the log in a
+cw-ingest-out-* folder; SIGTERM (exit 143) left PRED empty, both cw-ingest-* folders and the
+sleeping submission behind; the corrupt-JPEG line was printed twice.
 """
 
 from __future__ import annotations
