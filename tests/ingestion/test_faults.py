@@ -143,6 +143,22 @@ def test_an_unwritable_output_is_one_line_before_the_submission_runs(
     assert temporary(tmp_path) == []  # nothing left in the temporary folder either
 
 
+def test_a_full_temporary_folder_is_our_fault_not_the_submissions(tmp_path, good, input_data,
+                                                                  env_cache):
+    """Before: "the evaluator failed while running the submission (Error: [...No space left
+    on device...])", status failed, exit 1: the submission's failure."""
+    with tmpfs(tmp_path / "tmp", "8k"):
+        done = run_ingest(tmp_path, *ingest_args(good, input_data, tmp_path / "pred", env_cache))
+        assert done.returncode == 3, done.stderr
+        [line] = error_lines(done.stderr)
+        assert re.fullmatch(r"error: no space left on device writing the submission's copy in the "
+                            rf"temporary folder to {tmp_path / 'tmp'}/cw-ingest-\w+ \([\d.]+ "
+                            r"(bytes|KiB) free on that file system\): free space there or point "
+                            r"TMPDIR elsewhere", line), line
+        assert "device:" not in done.stderr  # nothing of the submission ran
+        assert temporary(tmp_path) == []
+
+
 def test_a_corrupt_image_in_our_input_data_is_said_once(tmp_path, good, input_data, env_cache):
     import shutil
 

@@ -21,6 +21,7 @@ import fcntl
 import glob
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -46,9 +47,20 @@ def _nearest(path: Path) -> Path:
     return Path("/")
 
 
+def _first_of_copy(exc: OSError) -> OSError:
+    """shutil.copytree's Error lists (source, target, "why") per file: the first as an OSError."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        _src, dst, why = exc.args[0][0]
+        code = re.match(r"\[Errno (\d+)\]", str(why))
+        if code:
+            return OSError(int(code[1]), os.strerror(int(code[1])), dst)
+    return exc
+
+
 def fault_line(exc: OSError, path, what: str, size: int | None = None) -> str:
     """One line for ``exc``, met writing ``what`` at ``path``: the cause and the path first,
     then what was needed and the fix. ``size``: the bytes that were to be written."""
+    exc = _first_of_copy(exc)
     named = os.fsdecode(exc.filename) if exc.filename is not None else None
     # the target, not our temporary file or staging folder beside or below it
     if named is not None and exc.errno not in WRITE_ERRNOS and not _within(Path(named), Path(path)):
@@ -61,8 +73,10 @@ def fault_line(exc: OSError, path, what: str, size: int | None = None) -> str:
         folder = there if there.is_dir() else there.parent
         free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
         need = f"{_size(size)} needed, " if size else ""
+        elsewhere = "point TMPDIR elsewhere" if Path(tempfile.gettempdir()) in path.parents \
+            else "choose another output folder"
         return (f"no space left on device writing {what} to {path} ({need}{_size(free)} free "
-                f"on that file system): free space there or choose another output folder")
+                f"on that file system): free space there or {elsewhere}")
     if code == errno.EROFS:
         return (f"read-only file system at {path}: a writable folder is needed for {what}; "
                 "choose another output folder or remount it read-write")
@@ -97,8 +111,9 @@ def writing(path, what: str, size: int | None = None):
             raise
         raise OutputError(fault_line(inner.os_error, path, what, size), inner.os_error) from None
     except OSError as exc:
-        named = os.fsdecode(exc.filename) if exc.filename is not None else None
-        ours = named is None or exc.errno in WRITE_ERRNOS or _within(Path(named), path)
+        first = _first_of_copy(exc)
+        named = os.fsdecode(first.filename) if first.filename is not None else None
+        ours = named is None or first.errno in WRITE_ERRNOS or _within(Path(named), path)
         if not ours:
             raise
         raise OutputError(fault_line(exc, path, what, size), exc) from None

@@ -554,7 +554,10 @@ class Ingestion:
         if not self.submission.exists():
             raise ChallengeError(f"submission not found: {self.submission}")
         try:
-            root = sub.unpack(self.submission, workdir)
+            with writing(workdir, "the submission's copy in the temporary folder"):
+                root = sub.unpack(self.submission, workdir)
+        except OutputError:  # our disk (a full temporary folder), not the submission
+            raise
         except ChallengeError as exc:  # a broken or unsafe zip: the submission's fault
             report.error(f"submission: {exc}", log)
             return None
