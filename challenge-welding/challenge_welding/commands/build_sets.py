@@ -3,6 +3,7 @@
 import time
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import writing
 from challenge_welding.contract.names import SET_NAMES
 
 HELP = "Build the six evaluation sets (and calibrate the scoring config) from a source dataset."
@@ -75,10 +76,13 @@ def run(args):
         print("\n".join([format_size_table(table), *ko_warnings(table)]), flush=True)
 
     t0 = time.time()
-    out = build_sets(args.source, args.out, seed=args.seed, config=args.config, workers=args.workers,
-                     unseen_sources=args.unseen_source, ood_source=args.ood_source,
-                     max_per_set=caps, report=report, plan_only=args.plan_only,
-                     robustness_base=ladder)
+    # a write fault in DATA (no space, read-only, a file in the way) is one line, exit 3; the
+    # sets are made in a work folder inside DATA and moved in once complete (data/build_sets.py)
+    with writing(args.out, "the evaluation sets"):
+        out = build_sets(args.source, args.out, seed=args.seed, config=args.config, workers=args.workers,
+                         unseen_sources=args.unseen_source, ood_source=args.ood_source,
+                         max_per_set=caps, report=report, plan_only=args.plan_only,
+                         robustness_base=ladder)
     if args.plan_only:
         return 0
     print(f"evaluation data built in {time.time() - t0:.1f} s -> {out}")

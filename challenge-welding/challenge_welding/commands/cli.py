@@ -10,7 +10,10 @@ matplotlib, pyarrow: seconds).
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 
 from challenge_welding import __version__
 from challenge_welding.commands import (
@@ -18,7 +21,7 @@ from challenge_welding.commands import (
     synth,
     virtual,
 )
-from challenge_welding.contract.errors import ChallengeError, exit_status_help
+from challenge_welding.contract.errors import ChallengeError, Interrupted, exit_status_help
 
 # command name -> its module (in --help order)
 COMMANDS = {
@@ -54,16 +57,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, _frame):
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C: the finally blocks run (a temporary file goes, ingest
+    # writes what it finished); Python's default would end the process on the spot
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         return int(args._run(args) or 0)
     except ChallengeError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code  # 1: the submission failed, 2: bad input or usage
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+        return exc.exit_code  # 1: the submission failed, 2: bad input or usage, 3: no output
+    except KeyboardInterrupt as exc:
+        if not getattr(exc, "said", False):
+            print(f"error: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
+    except OSError as exc:  # a file fault no writer explained: still one line, never a traceback
+        if exc.filename is None:
+            raise  # not a file's: a defect of ours, shown in full
+        from challenge_welding.contract.files import WRITE_ERRNOS
+
+        print(f"error: {os.fsdecode(exc.filename)}: {exc.strerror}", file=sys.stderr)
+        return 3 if exc.errno in WRITE_ERRNOS else 2
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
 
 
 if __name__ == "__main__":

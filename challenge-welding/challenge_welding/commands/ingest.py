@@ -9,6 +9,11 @@ exit status:
   1  the submission failed (layout, install, import, load_model, predict, invalid output,
      time limit); ingestion.json says where, with the submission's traceback
   2  bad input or usage: options, a missing or unreadable input-data folder, set or image
+  3  the output could not be written (no space left, read-only, a file where a folder is
+     needed, no permission): checked before the submission runs where it can be; when it
+     fails at the end, the run's files are kept in the temporary folder the line names
+  130, 143  interrupted (Ctrl-C, SIGTERM): the sets finished and the logs are written,
+     ingestion.json says status "interrupted"; a re-run redoes every set
 
 The set files and ingestion.json are written last, from memory, after every process the
 submission started is killed; ingestion.json's "manifest" holds each file's sha256.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
+from challenge_welding.contract.files import make_folder, writing
 from challenge_welding.flows.score import score
 from challenge_welding.ingestion.run import ingest
 from challenge_welding.scoring.draws import draws_path
@@ -37,8 +38,10 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     if fault:
         raise ChallengeError(fault)
     predictions = output / "predictions"
+    make_folder(output, "the evaluation output")  # a file in the way or read-only: one line, 3
     draws_file = draws_path(output)
-    draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
+    with writing(draws_file, "the draws"):
+        draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
     report = ingest(submission, input_data, predictions, **ingest_options)
     if report.get("status") != "ok":
         log = predictions / "ingestion.log"

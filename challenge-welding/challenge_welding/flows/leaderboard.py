@@ -16,6 +16,7 @@ from pathlib import Path
 from challenge_welding.bundle.bundle import BUDGET_S_PER_IMAGE
 from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import make_folder, write_atomic
 from challenge_welding.contract.registry import BY_KEY, KPIS, lower_better_keys
 
 # Columns where a smaller value is better (costs, time, calibration errors): the criteria registry's.
@@ -272,13 +273,15 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     # issue 20: reported beside the ranking, never changing it
     frame, analyses = leaderboard_analyses.columns(frame, folders, names, draws, baseline)
     html_path, csv_path = output_paths(output)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(html_path.parent, "the leaderboard")
     matrices = sig.page_matrices(metrics, colour) if metrics else None
-    html_path.write_text(render_html(frame, title, matrices, analyses), encoding="utf-8")
-    frame.to_csv(csv_path, index=False, float_format="%.6g")
+    # each file complete or absent; a write fault is one line (contract.files, exit status 3)
+    write_atomic(html_path, render_html(frame, title, matrices, analyses), what="the leaderboard page")
+    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"), what="the leaderboard table")
     pairwise = sig.pairwise_path(csv_path)
     if metrics:
-        sig.pairwise_frame(metrics).to_csv(pairwise, index=False, float_format="%.6g")
+        write_atomic(pairwise, sig.pairwise_frame(metrics).to_csv(index=False, float_format="%.6g"),
+                     what="the pairwise comparisons")
     else:
         pairwise.unlink(missing_ok=True)  # no stale matrix beside a board without significance
     return frame

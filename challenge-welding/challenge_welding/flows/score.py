@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError, OutputError
+from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
 from challenge_welding.scoring.extras import compute_extras, sample_traces
 from challenge_welding.report.html import render_report
 from challenge_welding.scoring import draws
@@ -44,9 +45,22 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     if draws_path is not None:  # a usage error before any work
         draws.check_unpublished(draws_path, output_dir)
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify, baseline=baseline)
+    out = make_folder(output_dir, "the scoring output")
+    # a previous run's files go first; a write fault then removes this run's: OUT never holds
+    # a scores.json without the page and details.json of the same run
+    with writing(out, "the scoring output"):
+        for name in OUTPUT_FILES:
+            remove_entry(out / name)
+    try:
+        return _write(scored, out, traces, draws_path)
+    except OutputError:
+        for name in OUTPUT_FILES:
+            remove_entry(out / name)
+        raise
+
+
+def _write(scored, out: Path, traces, draws_path) -> dict:
     scores, details = scored.scores, scored.details
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     write_output(out / "scores.json", json.dumps(scores, indent=1) + "\n")
     if draws_path is not None:
         draws.save(draws_path, draws.build(scored.draws, scores, scored.reference_sha256, scored.config),
@@ -67,8 +81,9 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     write_output(out / "details.json", details_json(details))
     write_output(out / "detailed_results.html", page)
     if traces is not None:
-        Path(traces).parent.mkdir(parents=True, exist_ok=True)
-        sample_traces(scored.frames, scored.config).to_parquet(traces, index=False)
+        make_folder(Path(traces).parent, "the traces")
+        with atomic_path(traces, "the traces") as tmp:
+            sample_traces(scored.frames, scored.config).to_parquet(tmp, index=False)
     for w in details["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return scores

@@ -11,16 +11,28 @@ A faulty submission never raises here: the fault becomes one line in the log
 and in ingestion.json (with the submission's traceback), the sets finished
 before it stay written, and ``status`` is "failed". Bad evaluation data (a
 missing file, a missing column) is the organiser's problem: ChallengeError.
+An output folder that cannot be written (no space left, read-only, a file in the
+way, no permission) is OutputError (exit status 3), found before the submission
+runs where it can be (the folder made and a file written there at the start).
+
+SIGINT (Ctrl-C) or SIGTERM stops the run like a fault: the submission's processes
+are killed, the sets finished are written with the log, ``status`` is
+"interrupted", then :class:`~challenge_welding.contract.errors.Interrupted`
+propagates (exit status 130 or 143). A signal while the outputs are written
+lets the writing finish. The run's temporary folders are
+:class:`~challenge_welding.contract.files.OwnedFolder`: a killed run's are removed
+by the next run (:func:`~challenge_welding.contract.files.remove_stale`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import shutil
+import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -31,7 +43,8 @@ import numpy as np
 
 import challenge_welding
 from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
-from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.errors import ChallengeError, Interrupted, OutputError
+from challenge_welding.contract.files import OwnedFolder, make_folder, remove_stale, writing
 from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
@@ -41,8 +54,9 @@ from challenge_welding.ingestion import selfcheck
 from challenge_welding.ingestion.process import CHILD_SCRIPT, Child, ChildFault
 from challenge_welding.ingestion.sandbox import Sandbox
 from challenge_welding.ingestion.protocol import BufferPool, layout
-from challenge_welding.ingestion.write import (clean_output, publish, remove_entry,
-                                               report_bytes, set_files, snapshot)
+from challenge_welding.ingestion.write import (STAGE_PREFIX, clean_output, keep_elsewhere,
+                                               manifest, publish, remove_entry, report_bytes,
+                                               set_files, snapshot)
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 
@@ -63,6 +77,7 @@ REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
 SUBMISSION_LOG = "submission_output.log"
 INSTALL_LOG = "install.log"
+TEMP_PREFIX = "cw-ingest-"  # the work folder (cw-ingest-*) and the logs' (cw-ingest-out-*)
 
 
 @dataclass
@@ -90,10 +105,11 @@ class RunReport:
     preexisting: list = field(default_factory=list)  # top-level entries there before the run
     submission_output_bytes: int | None = None
     workdir: str | None = None
+    interrupted: dict | None = None  # status "interrupted": the signal and the sets' fate
 
     def to_json(self) -> dict:
         out = asdict(self)
-        for key in ("submission_output_bytes", "workdir"):
+        for key in ("submission_output_bytes", "workdir", "interrupted"):
             if out[key] is None:
                 del out[key]
         return out
@@ -108,22 +124,93 @@ class RunReport:
 
 
 class _Log:
-    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log."""
+    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log.
+
+    A log file that cannot be written (its file system full) stops being written, the
+    terminal still gets every line, and ``fault`` keeps the first error's line: a full
+    temporary folder must not end the run in a traceback."""
 
     def __init__(self, path: Path, verbose: bool = True):
-        self.fh = open(path, "w", encoding="utf-8")
-        self.verbose = verbose
+        with writing(path, "the ingestion log"):
+            self.fh = open(path, "w", encoding="utf-8")
+        self.path, self.verbose = path, verbose
+        self.fault: str | None = None
 
     def __call__(self, line: str) -> None:
         from tqdm import tqdm
 
         if self.verbose:
             tqdm.write(line, file=sys.stderr)
-        self.fh.write(line + "\n")
-        self.fh.flush()
+        self.file_only(line)
+
+    def file_only(self, line: str) -> None:
+        """A line for the log file alone (one the caller prints itself)."""
+        if self.fault is None:
+            try:
+                with writing(self.path, "the ingestion log"):
+                    self.fh.write(line + "\n")
+                    self.fh.flush()
+            except OutputError as exc:
+                self.fault = str(exc)
 
     def close(self) -> None:
-        self.fh.close()
+        with contextlib.suppress(OSError):  # already said by ``fault``
+            self.fh.close()
+
+
+class _Signals:
+    """SIGINT and SIGTERM during a run: the first raises Interrupted in the main thread (the
+    ``finally`` blocks kill the submission's processes on the way out); later ones, and any
+    once :meth:`disarm` ed (the outputs being written), are only noted, so the writing ends.
+    Off the main thread Python delivers no signal to us: nothing is installed."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.armed = False
+        self.received: list[int] = []
+        self._old: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._old[sig] = signal.signal(sig, self._handle)
+            self.armed = True
+        return self
+
+    def _handle(self, signum, _frame):
+        self.received.append(signum)
+        if self.armed:
+            self.armed = False
+            raise Interrupted(signum)
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def __exit__(self, *_exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+
+
+def _previous_run(output: Path, sets) -> str | None:
+    """One line on the run whose ingestion.json is in ``output`` (about to be replaced):
+    what it finished and what this run redoes; None when there is none. The file is read
+    as untrusted (a user's or anyone's): plain strings only."""
+    path = output / REPORT_FILE
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 16 << 20:
+            return None
+        old = json.loads(path.read_text(encoding="utf-8"))
+        status = str(old["status"])
+        done = sorted(str(n) for n, info in old["sets"].items() if info.get("status") == "ok")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if status == "ok":
+        return None
+    undone = [n for n in sets if n not in done]
+    return (f"{output} holds an earlier run with status {status!r} (finished: "
+            f"{', '.join(done) or 'none'}; not finished: {', '.join(undone) or 'none'}): this "
+            f"run redoes every set ({', '.join(sets)}) and replaces its files")
 
 
 def _load_sets(input_data: Path, names, log, report) -> dict:
@@ -252,13 +339,19 @@ class Ingestion:
     def __init__(self, submission, input_data, output, options: dict):
         self.opt = opt = _options(options)
         self.submission, self.input_data = Path(submission), Path(input_data)
-        self.output = output = Path(output)
-        output.mkdir(parents=True, exist_ok=True)
-        # stale predictions from an earlier run must never be scored (files, links or folders)
-        for stale in [f"{name}.parquet" for name in opt["sets"]] + \
-                [maps_file_name(name) for name in opt["sets"]] + \
-                [REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE]:
-            remove_entry(output / stale)
+        self.output = output = make_folder(output, "the prediction folder")
+        previous = _previous_run(output, opt["sets"])
+        with writing(output, "the prediction folder"):
+            # stale predictions from an earlier run must never be scored (files, links or folders)
+            for stale in [f"{name}.parquet" for name in opt["sets"]] + \
+                    [maps_file_name(name) for name in opt["sets"]] + \
+                    [REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE]:
+                remove_entry(output / stale)
+            # a killed run's staging folder goes; making one proves the folder writable now,
+            # before the submission runs, not after
+            swept = remove_stale(STAGE_PREFIX, output)
+            OwnedFolder(STAGE_PREFIX, dir=output).remove()
+        swept += remove_stale(TEMP_PREFIX)
         # the user's own files (on Codabench: the submission's copy the worker puts there)
         self.before = snapshot(output)
         self.report = RunReport(
@@ -267,8 +360,14 @@ class Ingestion:
             options={k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
                                          "batch_timeout", "total_timeout", "load_timeout",
                                          "warmup", "exclusive_predict", "decode_stock_mb")})
-        self.private = Path(tempfile.mkdtemp(prefix="cw-ingest-out-"))  # logs until published
+        self._private = OwnedFolder(TEMP_PREFIX + "out-")  # the logs, until published
+        self.private = self._private.path
         self.log = _Log(self.private / LOG_FILE, opt["verbose"])
+        if previous:
+            self.log(f"note: {previous}")
+        if swept:
+            self.log(f"note: removed {len(swept)} temporary folder(s) that killed runs left: "
+                     + ", ".join(str(p) for p in swept[:3]) + (" ..." if len(swept) > 3 else ""))
         self.answers: dict[str, SetAnswers] = {}
         self.deadline: float | None = None
         self.sets: dict = {}
@@ -288,12 +387,17 @@ class Ingestion:
 
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> dict:
+        with _Signals() as signals:
+            return self._run(signals)
+
+    def _run(self, signals: _Signals) -> dict:
         opt, report = self.opt, self.report
         t_start = time.perf_counter()
-        workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
+        owned = OwnedFolder(TEMP_PREFIX)
+        workdir = owned.path
         if opt["keep_workdir"]:
             report.workdir = str(workdir)
-        failure = None
+        failure = interrupted = None
         try:
             with reaper.guarded() as subreaper:
                 report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
@@ -301,28 +405,53 @@ class Ingestion:
                 try:
                     self.sets = _load_sets(self.input_data, opt["sets"], self.log, report)
                     self._run_submission(workdir, self.sets)
-                except ChallengeError as exc:
+                except ChallengeError as exc:  # raised again below: the caller prints it
                     failure = exc
-                    report.error(str(exc), self.log)
+                    report.errors.append(str(exc))
+                    self.log.file_only(f"error: {exc}")
+        except Interrupted as exc:  # the submission's processes are dead (finally blocks)
+            interrupted = exc
         finally:
-            if not opt["keep_workdir"]:
-                shutil.rmtree(workdir, ignore_errors=True)
+            signals.disarm()
+            if opt["keep_workdir"]:
+                owned.keep()
+            else:
+                owned.remove()
         for name in opt["sets"]:
             report.sets.setdefault(name, {"status": "not run"})
         for info in report.sets.values():
             if info["status"] == "running":
-                info["status"] = "failed"
+                info["status"] = "interrupted" if interrupted else "failed"
+        if interrupted:
+            self._note_interrupted(interrupted)
         changed = selfcheck.changes(self.evaluator_before, selfcheck.fingerprint())
         report.sandbox["evaluator_files"] = {"hashed": len(self.evaluator_before),
                                              "changed": changed}
         if changed:
             report.error(selfcheck.change_line(changed), self.log)
-        report.status = "failed" if report.errors else "ok"
+        report.status = "interrupted" if interrupted else "failed" if report.errors else "ok"
         report.timings["total_s"] = time.perf_counter() - t_start
         self._publish(failure is None)
         if failure is not None:
             raise failure
+        if interrupted:
+            interrupted.said = bool(self.opt["verbose"])  # the error line is on the terminal
+            raise interrupted
         return report.to_json()
+
+    def _note_interrupted(self, stop: Interrupted) -> None:
+        """ingestion.json's ``interrupted``, and the one line that says it."""
+        sets = self.report.sets
+        done = [n for n, info in sets.items() if info["status"] == "ok"]
+        cut = [n for n, info in sets.items() if info["status"] == "interrupted"]
+        undone = [n for n, info in sets.items() if info["status"] != "ok"]
+        self.report.interrupted = {"signal": signal.Signals(stop.signum).name, "finished": done,
+                                   "cut": cut, "not_finished": undone}
+        self.report.error(
+            f"interrupted by {signal.Signals(stop.signum).name}"
+            + (f" during set {cut[0]}" if cut else "")
+            + f": the sets finished are written ({', '.join(done) or 'none'}); not finished: "
+            f"{', '.join(undone) or 'none'}; a re-run redoes every set", self.log)
 
     def _publish(self, summary: bool) -> None:
         """Every process of the submission is dead: clean the output folder, then write it."""
@@ -343,15 +472,28 @@ class Ingestion:
             log("\n" + _summary(report))
             log(f"ingestion {report.status} in {report.timings['total_s']:.1f} s; "
                 f"predictions in {self.output}")
+        if log.fault:
+            report.warnings.append(f"the ingestion log is incomplete: {log.fault}")
         log.close()
+        report.manifest = manifest(files)
+        report.logs = self._log_names()
+        everything = {**files, **{name: (self.private / name).read_bytes()
+                                  for name in report.logs.values()}}
+        everything[REPORT_FILE] = report_bytes(report.to_json())  # moved last
+        kept = False
         try:
-            report.manifest = publish(self.output, files)
-            report.logs = self._log_names()
-            publish(self.output, {**{name: (self.private / name).read_bytes()
-                                     for name in report.logs.values()},
-                                  REPORT_FILE: report_bytes(report.to_json())})
+            publish(self.output, everything)
+        except OutputError as exc:  # nothing was moved: keep what the run made elsewhere
+            kept = keep_elsewhere(self.private, everything)
+            if not kept:
+                raise
+            raise OutputError(f"{exc} (this run's predictions, ingestion.json and log are kept "
+                              f"in {self.private})", exc.os_error) from None
         finally:
-            shutil.rmtree(self.private, ignore_errors=True)
+            if kept:
+                self._private.keep()
+            else:
+                self._private.remove()
 
     def _log_names(self) -> dict:
         """{kind: file name} of the logs written so far (published beside the predictions)."""
@@ -377,7 +519,10 @@ class Ingestion:
             if self.pool is not None:
                 self.pool.close()
             if child is not None:
-                child.stop()
+                if isinstance(sys.exc_info()[1], Interrupted):
+                    child.kill()  # stopped mid-call, it would not read a stop message in time
+                else:
+                    child.stop()
                 self.report.integrity["processes_killed"] = child.killed_processes
                 if child.survivors:  # the sandbox's group kill did not finish
                     self.report.error(f"{child.survivors} process(es) of the submission survived "
@@ -409,7 +554,10 @@ class Ingestion:
         if not self.submission.exists():
             raise ChallengeError(f"submission not found: {self.submission}")
         try:
-            root = sub.unpack(self.submission, workdir)
+            with writing(workdir, "the submission's copy in the temporary folder"):
+                root = sub.unpack(self.submission, workdir)
+        except OutputError:  # our disk (a full temporary folder), not the submission
+            raise
         except ChallengeError as exc:  # a broken or unsafe zip: the submission's fault
             report.error(f"submission: {exc}", log)
             return None

@@ -7,13 +7,19 @@ Called once every process of the submission is dead (run.py):
    copies of input images, folders planted anywhere, links; inside folders that
    were there before too), and names them; a file there before whose content
    changed fails the run (run.py);
-2. :func:`publish` writes the files into a private folder it creates inside the
+2. :func:`publish` writes every file into a private folder it creates inside the
    output folder (``tempfile.mkdtemp``: an unpredictable name, created exclusively,
    so nothing planted at a guessable temporary name plays any part), then moves
    each into place with a rename, replacing whatever sits at the final name (a
    planted folder or link included, never followed);
-3. ``ingestion.json`` is published last, with the manifest ({name: sha256} of the
-   bytes written, computed from memory, not read back) of every other file.
+3. ``ingestion.json`` is moved last, with the manifest ({name: sha256} of the
+   bytes written, computed from memory, not read back: :func:`manifest`) of every
+   set file.
+
+Every file is written in full before the first one moves: a full or read-only file
+system fails the publishing with one line (contract.files.OutputError, exit status 3)
+and leaves none of them; a rename, which needs no space, moves ``ingestion.json``
+after the rest, so a folder without it is never taken for a finished run.
 
 The scorer (scoring/provenance.py) refuses a prediction folder holding any entry
 outside that manifest, ``ingestion.json`` and Codabench's own ``metadata``.
@@ -24,8 +30,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +37,8 @@ import pandas as pd
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
-from challenge_welding.contract.files import sha256_bytes  # the hash the scorer checks
+from challenge_welding.contract.files import (OwnedFolder, remove_entry,  # noqa: F401 (run.py)
+                                              sha256_bytes, write_atomic, writing)
 
 STAGE_PREFIX = ".cw-publish-"
 
@@ -61,17 +66,6 @@ def set_files(answers: dict[str, SetAnswers]) -> dict[str, bytes]:
         if a.maps is not None:
             files[maps_file_name(a.name)] = a.maps
     return files
-
-
-def remove_entry(path: Path) -> None:
-    """Remove a file, a link (not its target) or a folder; nothing there is fine."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def snapshot(output: Path) -> dict:
@@ -114,29 +108,37 @@ def clean_output(output: Path, keep, before: dict) -> tuple[list[str], list[str]
     return sorted(removed), sorted(changed)
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+def manifest(files: dict[str, bytes]) -> dict[str, str]:
+    """{name: sha256 hex} of the bytes about to be written (ingestion.json's manifest)."""
+    return {name: sha256_bytes(data) for name, data in files.items()}
 
 
-def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
-    """Write ``files`` through a private folder, then move each into place; return the
-    manifest {name: sha256 hex of the bytes written}."""
-    stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=output))
+def publish(output: Path, files: dict[str, bytes], what: str = "the predictions") -> None:
+    """Write ``files`` through a private folder, then move each into place in their order
+    (put ``ingestion.json`` last). A write that fails (no space left, read-only...) is one
+    OutputError line naming ``output`` and the bytes needed, and nothing is moved."""
+    size = sum(len(d) for d in files.values())
+    with writing(output, what, size):
+        stage = OwnedFolder(STAGE_PREFIX, dir=output)
+        try:
+            for name, data in files.items():
+                write_atomic(stage.path / name, data)
+            for name in files:
+                remove_entry(output / name)  # a planted folder would make the rename fail
+                os.replace(stage.path / name, output / name)
+        finally:
+            stage.remove()
+
+
+def keep_elsewhere(folder: Path, files: dict[str, bytes]) -> bool:
+    """Best effort, after the output folder refused them: ``files`` into ``folder`` (the
+    run's private folder, on another file system as a rule). True when all were written."""
     try:
-        manifest = {}
         for name, data in files.items():
-            _write_new(stage / name, data)
-            manifest[name] = sha256_bytes(data)
-        for name in files:
-            remove_entry(output / name)  # a planted folder would make the rename fail
-            os.replace(stage / name, output / name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    return manifest
+            write_atomic(folder / name, data)
+    except Exception:  # noqa: BLE001 - already failing with the output's line
+        return False
+    return True
 
 
 def report_bytes(data: dict) -> bytes:

@@ -29,7 +29,7 @@ import numpy as np
 from challenge_welding import __version__
 from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.contract.files import atomic_path
+from challenge_welding.contract.files import atomic_path, make_folder
 from challenge_welding.scoring.config import ScoringConfig
 
 DRAW_KEYS = ("score",) + KPI_KEYS
@@ -100,8 +100,8 @@ def check_unpublished(path, published_dir) -> Path:
 def save(path, draws: Draws, published_dir=None) -> Path:
     """Write ``draws`` to ``path`` (atomically); refuse a path inside ``published_dir``."""
     path = Path(path).resolve() if published_dir is None else check_unpublished(path, published_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
+    make_folder(path.parent, "the draws")
+    with atomic_path(path, "the draws") as tmp:
         np.savez(tmp, point=np.array([draws.point[k] for k in DRAW_KEYS]),
                  header=np.array(json.dumps(draws.header)), **draws.values)
     return path

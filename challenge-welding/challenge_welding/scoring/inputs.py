@@ -26,7 +26,7 @@ from challenge_welding.contract.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
 from challenge_welding.scoring.provenance import (
-    check_file, check_worker_metadata, provenance_of, read_report,
+    check_file, check_interrupted, check_worker_metadata, provenance_of, read_report,
 )
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
@@ -279,6 +279,7 @@ def read_inputs(reference_dir, predictions_dir, verify=True) -> Inputs:
     reference_dir, predictions_dir = Path(reference_dir), Path(predictions_dir)
     if verify:
         check_worker_metadata(predictions_dir)
+    check_interrupted(predictions_dir)
     missing = [n for n in SET_NAMES if not (predictions_dir / f"{n}.parquet").is_file()]
     if missing:
         raise SubmissionFailed(

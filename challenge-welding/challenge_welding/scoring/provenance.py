@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from challenge_welding.contract.errors import SubmissionFailed
+from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes
 
 REPORT_FILE = "ingestion.json"
@@ -62,6 +62,27 @@ def check_worker_metadata(predictions_dir) -> None:
         shown = codes[0] if len(codes) == 1 else codes
         raise SubmissionFailed(f"the ingestion exited with status {shown} ({path}): "
                                "its prediction files are not scored")
+
+
+def check_interrupted(predictions_dir) -> None:
+    """Refuse, in one line naming the sets it did not finish, a folder whose ingestion was
+    interrupted (Ctrl-C, SIGTERM: ingestion.json's status "interrupted"). Not the submission's
+    fault, so bad input (exit status 2), not a failed submission (1); its finished sets are
+    not scored alone: a score needs every set. No report, or an unreadable one: the other
+    checks speak."""
+    path = Path(predictions_dir) / REPORT_FILE
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return
+    if not isinstance(report, dict) or report.get("status") != "interrupted":
+        return
+    sets = report.get("sets") if isinstance(report.get("sets"), dict) else {}
+    undone = sorted(str(n) for n, info in sets.items()
+                    if not (isinstance(info, dict) and info.get("status") == "ok"))
+    raise ChallengeError(f"{path}: the ingestion was interrupted before it finished the "
+                         f"set(s) {', '.join(undone) or '(unknown)'}; nothing is scored: "
+                         "run ingest again (it redoes every set)")
 
 
 def read_report(predictions_dir) -> dict:
