@@ -128,7 +128,7 @@ def test_metadata_and_images_match_the_files(where, store, served):
     pd.testing.assert_frame_equal(meta, expected)
     for rel in meta["path"].iloc[:5]:
         img = ui.open_image(rel)
-        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3 and img.flags.writeable
         assert np.array_equal(img, rgb_by_opencv(store / rel))
     if where == "http":
         assert "/challenge-welding/datasets_list.yml" in served.paths

@@ -33,7 +33,7 @@ def resized_rgb(image: np.ndarray, size) -> np.ndarray:
     from PIL import Image
 
     width, height = (int(v) for v in size)
-    return np.asarray(Image.fromarray(image, "RGB").resize((width, height)))
+    return np.array(Image.fromarray(image, "RGB").resize((width, height)))
 
 
 class ChallengeWeldingDataset(_Base):

@@ -16,7 +16,8 @@ Differences from the kit, each a superset of its behaviour:
 - a local folder (or ``file://`` URL) works as a store, not only an HTTP(S) URL;
 - the "local" cache keeps the store's bytes as they are (the kit re-encodes the JPEG it
   caches, so a cached image's pixels differ from the first read's);
-- ``open_image`` always returns RGB uint8 HxWx3 (what the evaluator hands to ``predict``);
+- ``open_image`` always returns RGB uint8 HxWx3 (what the evaluator hands to ``predict``),
+  writable;
 - ``check_integrity`` reads each image through the store (the kit reads ``external_path``,
   an absolute URL of the organisers' server) and accepts the digest as raw bytes or hex;
 - a missing dataset or file raises :class:`StoreError` (a ``ConnectionError``, as the kit
@@ -118,12 +119,13 @@ def read_location(location: str, what: str) -> bytes:
 
 
 def decode_rgb(data: bytes, what: str) -> np.ndarray:
-    """RGB uint8 HxWx3 of an image file's bytes (greyscale, palette or alpha converted)."""
+    """RGB uint8 HxWx3 of an image file's bytes (greyscale, palette or alpha converted); a
+    writable array (np.asarray of a Pillow image is read-only, which torch warns about)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(io.BytesIO(data)) as img:
-            return np.asarray(img if img.mode == "RGB" else img.convert("RGB"))
+            return np.array(img if img.mode == "RGB" else img.convert("RGB"))
     except (UnidentifiedImageError, OSError) as exc:
         raise StoreError(f"{what} is not a readable image ({exc})") from None
 
