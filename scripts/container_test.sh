@@ -233,8 +233,8 @@ rm -rf "$QS" && mkdir -p "$QS/reference-solutions"
 cp -r "$REPO/reference-solutions/random" "$QS/reference-solutions/random"
 cp -r "$REPO/challenge-welding" "$QS/challenge-welding"
 cp "$REPO/Dockerfile" "$QS/"; [ ! -f "$REPO/.dockerignore" ] || cp "$REPO/.dockerignore" "$QS/"
-# the quick start section's fenced bash lines that start with `docker`
-awk '/^## /{q=($0 == "## Participant quick start")} q && /^```bash$/{f=1; next} /^```$/{f=0} q && f && /^docker /' \
+# the quick start section's fenced bash lines that start with `docker` or `mkdir`
+awk '/^## /{q=($0 == "## Participant quick start")} q && /^```bash$/{f=1; next} /^```$/{f=0} q && f && /^(docker|mkdir) /' \
   "$REPO/README.md" > "$QS/quickstart.sh"
 cat "$QS/quickstart.sh"
 rc=0

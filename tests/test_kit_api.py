@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from challenge_welding import dataloaders, inference_tools, user_interface
+from challenge_welding.data.parquet_io import write_parquet
 from challenge_welding.data.synth import generate_dataset, write_datasets_list
 from challenge_welding.dataloaders import ChallengeWeldingDataset, create_pytorch_dataloader
 from challenge_welding.inference_tools import TestAIComponent
@@ -51,7 +52,7 @@ def make_store(root: Path) -> Path:
     meta = pd.read_parquet(root / "challenge-welding/datasets/synthetic/metadata/ds_meta.parquet")
     mini = root / "challenge-welding/datasets" / MINI / "metadata"
     mini.mkdir(parents=True)
-    meta[list(PUBLISHED_COLUMNS)].to_parquet(mini / "ds_meta.parquet")
+    write_parquet(meta[list(PUBLISHED_COLUMNS)], mini / "ds_meta.parquet")  # readable by the kit's pyarrow 19
     write_datasets_list(root, ["synthetic", "synthetic_unseen", MINI])
     return root
 
@@ -438,3 +439,71 @@ def test_published_tutorial(script, tmp_path, store, served):
     if script.startswith("01"):
         assert f"['synthetic', 'synthetic_unseen', '{MINI}']" in proc.stdout
         assert "size of the opened image" in proc.stdout
+
+
+# --- ours installed over the published kit ------------------------------------------------
+
+def python312():
+    """pyenv's CPython 3.12 (the published challenge-welding 1.0 needs Python >= 3.12), or None."""
+    import glob
+
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))
+    return found[0] if found else shutil.which("python3.12")
+
+
+# The kit's calls that need no torch and no network but the store's (the published
+# check_integrity reads external_path, an address of the organisers' server).
+KIT_USAGE = r'''
+import hashlib, json, sys
+import importlib.metadata as md
+from challenge_welding.user_interface import ChallengeUI
+ui = ChallengeUI(cache_strategy="local", cache_dir=sys.argv[2], base_url=sys.argv[1])
+names = ui.list_datasets()
+meta = ui.get_ds_metadata_dataframe("example_mini_dataset")
+images = [ui.open_image(p) for p in meta["path"].iloc[:5]]
+remote = ChallengeUI(base_url=sys.argv[1]).open_image(meta["path"].iloc[5])
+print(json.dumps({"version": md.version("challenge-welding"), "names": names,
+                  "meta": hashlib.sha256(repr([list(map(repr, r)) for r in meta.itertuples(index=False)]).encode()).hexdigest(), "rows": len(meta),
+                  "images": [hashlib.sha256(i.tobytes()).hexdigest() + str(i.shape) for i in images],
+                  "remote": hashlib.sha256(remote.tobytes()).hexdigest()}))
+'''
+
+
+@pytest.mark.skipif(python312() is None, reason="no Python 3.12 (the published challenge-welding 1.0 needs it)")
+def test_ours_installed_over_the_published_kit_keeps_its_api(tmp_path, served):
+    """A participant's environment with the published kit (1.0 and its tutorials' pins), then
+    ours installed over it: the kit's calls give the same answers as under 1.0, and every
+    module of the published wheel is still importable (dataloaders and inference_tools too)."""
+    import json
+
+    uv = [sys.executable, "-m", "uv"]
+    venv = tmp_path / "kitenv"
+    subprocess.run(uv + ["venv", "--quiet", "--python", python312(), str(venv)], check=True)
+    py = str(venv / "bin/python")
+    pins = ["challenge-welding==1.0", "numpy==2.2.6", "pandas==2.2.3", "pyarrow==19.0.0", "pyyaml==6.0.2",
+            "requests==2.32.3", "pillow==11.0.0", "tqdm==4.67.0", "matplotlib==3.10.0"]
+    subprocess.run(uv + ["pip", "install", "--quiet", "--python", py] + pins, check=True)
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "MPLBACKEND": "Agg"}
+    env.pop(STORE_ENV, None)
+
+    def usage(tag):
+        proc = subprocess.run([py, "-c", KIT_USAGE, served.url, str(tmp_path / f"cache-{tag}")],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    published = usage("published")
+    assert published["version"] == "1.0"
+    subprocess.run(uv + ["pip", "install", "--quiet", "--no-deps", "--python", py, str(REPO / "challenge-welding")],
+                   check=True)
+    ours = usage("ours")
+    assert ours["version"] == "1.1.0"
+    assert {k: v for k, v in ours.items() if k != "version"} == {k: v for k, v in published.items() if k != "version"}
+    probe = ("import challenge_welding.user_interface, challenge_welding.inference_tools, "
+             "challenge_welding.dataloaders, challenge_welding.ai_component_interface, challenge_welding._version_\n"
+             "from challenge_welding.inference_tools import TestAIComponent\n"
+             "from challenge_welding.dataloaders import ChallengeWeldingDataset, create_pytorch_dataloader\n"
+             "print(challenge_welding._version_.__version__)")
+    proc = subprocess.run([py, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "1.1.0"
