@@ -97,6 +97,17 @@ def no_store_env(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
 
+@pytest.fixture(autouse=True)
+def no_component_left_behind():
+    """TestAIComponent imports challenge_solution in this process: gone after each test, so that
+    no other test of the worker imports this one's."""
+    path = list(sys.path)
+    yield
+    sys.path[:] = path
+    for name in [m for m in sys.modules if m == "challenge_solution" or m.startswith("challenge_solution.")]:
+        del sys.modules[name]
+
+
 def rgb_by_opencv(path: Path) -> np.ndarray:
     """The file decoded by OpenCV (an independent decoder from the Pillow one under test)."""
     return cv2.cvtColor(cv2.imread(str(path), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
