@@ -3,6 +3,7 @@
 # end, with the evaluation image built here on a base made here (no registry needed).
 #
 #   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep] [--skip-fullhd]
+#                             [--quickstart-only]
 #
 # 1. podman, debootstrap, runc: installed with apt when missing (root);
 #    /etc/containers/containers.conf gets cgroup_manager = "cgroupfs" and
@@ -21,13 +22,15 @@
 #       is refused (the scorer reads the worker's `metadata`: ingestionExitCode != 0);
 #    c. the non-root image fails as on Codabench (cannot write the worker's 0755 /app/output);
 #    d. a submission pinning opencv-python (not headless) imports cv2 and scores;
-#    e. full-HD performance images under the worker's 64 MB /dev/shm (--skip-fullhd: not run).
+#    e. full-HD performance images under the worker's 64 MB /dev/shm (--skip-fullhd: not run);
+#    f. the README's participant quick start: its `docker` lines as written, with Podman
+#       (build, check-submission of a read-only submission, synthetic data, evaluate).
 # Network: Debian and PyPI for the builds and the submissions' environments (host network;
 # the host's CA bundle is mounted so that a TLS-intercepting proxy works).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0 FULLHD=1
+WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0 FULLHD=1 QUICKSTART_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --workdir) WORK="$2"; shift 2 ;;
@@ -35,7 +38,8 @@ while [ $# -gt 0 ]; do
     --solution) SOLUTION="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --skip-fullhd) FULLHD=0; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --quickstart-only) QUICKSTART_ONLY=1; shift ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "container_test: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -67,7 +71,10 @@ if ! grep -q '^ *cgroup_manager' "$CONF" 2>/dev/null; then
   echo "wrote $CONF"
 fi
 podman --version
+mkdir -p "$WORK"
+WORK="$(cd "$WORK" && pwd)"
 
+if [ "$QUICKSTART_ONLY" = 0 ]; then
 step "base image $BASE"
 if ! podman image exists "$BASE"; then
   if [ ! -x "$ROOTFS_CACHE/usr/bin/python3" ]; then
@@ -95,8 +102,6 @@ fi
 cleanup() { [ -z "$SERVICE_PID" ] || kill "$SERVICE_PID" 2>/dev/null || true; }
 trap cleanup EXIT
 
-mkdir -p "$WORK"
-WORK="$(cd "$WORK" && pwd)"
 if [ -z "$DATA" ]; then
   step "demo data (synth + build-sets) in $WORK"
   [ -d "$WORK/synth" ] || "$CW" synth --out "$WORK/synth" --n 600 --seed 0
@@ -214,6 +219,42 @@ PYEOF
     check ok "e. full-HD images under a 64 MB /dev/shm"
   else check fail "e. full-HD images under a 64 MB /dev/shm (status $rc; 135 = SIGBUS; see $WORK/dry-hd.log)"; fi
 fi
+
+fi  # QUICKSTART_ONLY
+
+# The participant quick start: the README's `docker` lines, run as written (in a folder laid out
+# as the repository, with the `random` reference solution), `docker` being Podman here. Declared
+# differences, added to `run` only: host network and the host's CA bundle (as above). `docker
+# build` resolves the Dockerfile's default base, python:3.12-slim (pulled, or a local stand-in
+# tagged with that name); --quickstart-only runs this step alone.
+step "f. the README's docker lines (participant quick start) with Podman"
+QS="$WORK/quickstart"
+rm -rf "$QS" && mkdir -p "$QS/reference-solutions"
+cp -r "$REPO/reference-solutions/random" "$QS/reference-solutions/random"
+cp -r "$REPO/challenge-welding" "$QS/challenge-welding"
+cp "$REPO/Dockerfile" "$QS/"; [ ! -f "$REPO/.dockerignore" ] || cp "$REPO/.dockerignore" "$QS/"
+# the quick start section's fenced bash lines that start with `docker` or `mkdir`
+awk '/^## /{q=($0 == "## Participant quick start")} q && /^```bash$/{f=1; next} /^```$/{f=0} q && f && /^(docker|mkdir) /' \
+  "$REPO/README.md" > "$QS/quickstart.sh"
+cat "$QS/quickstart.sh"
+rc=0
+( cd "$QS"
+  docker() {
+    case "$1" in
+      build) shift; podman --runtime runc build --network=host -v "$CA:$CA:ro" "$@" ;;
+      run) shift; podman --runtime runc run --network=host -v "$CA:$CA:ro" "$@" ;;
+      *) podman "$@" ;;
+    esac
+  }
+  set -e
+  # shellcheck disable=SC1091
+  . ./quickstart.sh
+) > "$WORK/quickstart.log" 2>&1 || rc=$?
+tail -n 5 "$WORK/quickstart.log"
+if [ $rc = 0 ] && [ "$(grep -c '^docker ' "$QS/quickstart.sh")" = 4 ] \
+   && grep -q "ready to upload" "$WORK/quickstart.log" && [ -f "$QS/work/OUT/scores.json" ]; then
+  check ok "f. the README's docker lines: check-submission ready to upload, evaluate wrote scores.json ($(head -c 120 "$QS/work/OUT/scores.json"))"
+else check fail "f. the README's docker lines (status $rc; see $WORK/quickstart.log)"; fi
 
 echo
 if [ ${#FAILED[@]} -gt 0 ]; then

@@ -6,7 +6,9 @@
 - STORE/challenge-welding/datasets/synthetic_unseen/: a second dataset of the seams
   the source has not (c19, c34, c101), for --unseen-source;
 - STORE/ood_photos/: a plain folder of out-of-distribution photos (JPEG and PNG, no
-  metadata), for --ood-source.
+  metadata), for --ood-source;
+- STORE/challenge-welding/datasets_list.yml: the list of the datasets (the starter kit's
+  ChallengeUI.list_datasets() reads it).
 Every published column is filled in its published form: ``path`` relative to STORE,
 ``sha256`` the 32 raw bytes, ``data_origin`` "synthetic", ``blur_level`` the Laplacian
 variance and ``blur_class`` blur/clean at 950, ``luminosity_level`` in percent,
@@ -239,4 +241,18 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
         (folder / "metadata").mkdir(parents=True, exist_ok=True)
         meta = _metadata([rows[i] for i in idx], [rels[i] for i in idx], [results[i] for i in idx], name)
         write_parquet(meta, folder / SOURCE_META)
+    write_datasets_list(store, list(groups))
     return synth_output(store)
+
+
+def write_datasets_list(store, names) -> Path:
+    """STORE/challenge-welding/datasets_list.yml: the YAML list of the store's datasets, which
+    the starter kit's ``ChallengeUI.list_datasets()`` reads (user_interface.DATASETS_LIST)."""
+    import yaml
+
+    from challenge_welding.user_interface import DATASETS_LIST
+
+    path = Path(store) / DATASETS_LIST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump([str(n) for n in names]), encoding="utf-8")
+    return path
