@@ -32,6 +32,8 @@ import numpy as np
 import challenge_welding
 from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.text import inert, inert_bytes
+from challenge_welding.ingestion import clock
 from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
@@ -99,16 +101,19 @@ class RunReport:
         return out
 
     def error(self, line: str, log) -> None:
+        line = inert(line)  # it may quote the submission (an install's output, a message)
         self.errors.append(line)
         log(f"error: {line}")
 
     def warn(self, line: str, log) -> None:
+        line = inert(line)
         self.warnings.append(line)
         log(f"warning: {line}")
 
 
 class _Log:
-    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log."""
+    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log, made
+    inert: a line may quote the submission (contract/text.py)."""
 
     def __init__(self, path: Path, verbose: bool = True):
         self.fh = open(path, "w", encoding="utf-8")
@@ -117,6 +122,7 @@ class _Log:
     def __call__(self, line: str) -> None:
         from tqdm import tqdm
 
+        line = inert(line)
         if self.verbose:
             tqdm.write(line, file=sys.stderr)
         self.fh.write(line + "\n")
@@ -289,7 +295,7 @@ class Ingestion:
     # -- the run ----------------------------------------------------------------------------
     def run(self) -> dict:
         opt, report = self.opt, self.report
-        t_start = time.perf_counter()
+        t_start, clock_start = time.perf_counter(), clock.read()
         workdir = Path(tempfile.mkdtemp(prefix="cw-ingest-"))
         if opt["keep_workdir"]:
             report.workdir = str(workdir)
@@ -317,6 +323,9 @@ class Ingestion:
                                              "changed": changed}
         if changed:
             report.error(selfcheck.change_line(changed), self.log)
+        report.integrity["clock"] = clock.verdict(clock_start, clock.read())
+        if clock.warning(report.integrity["clock"]):
+            report.warn(clock.warning(report.integrity["clock"]), self.log)
         report.status = "failed" if report.errors else "ok"
         report.timings["total_s"] = time.perf_counter() - t_start
         self._publish(failure is None)
@@ -347,7 +356,7 @@ class Ingestion:
         try:
             report.manifest = publish(self.output, files)
             report.logs = self._log_names()
-            publish(self.output, {**{name: (self.private / name).read_bytes()
+            publish(self.output, {**{name: inert_bytes((self.private / name).read_bytes())
                                      for name in report.logs.values()},
                                   REPORT_FILE: report_bytes(report.to_json())})
         finally:
