@@ -1,8 +1,8 @@
 """The sandbox's own cost: the same work in a confined and an unconfined child, alternated.
 
 Work: (a) CPU-bound numpy (a 512x512 matmul, what predict() mostly does), (b) a syscall
-storm (os.getppid, os.stat: every one passes the seccomp filter; stat also Landlock's path
-walk). Prints the median of each over rounds and the ratio confined / unconfined; state the
+storm (os.getppid, os.stat: every one passes the seccomp filter's whole list; stat also
+Landlock's path walk), (c) 200k fcntl/ioctl calls, whose arguments the filter inspects. Prints the median of each over rounds and the ratio confined / unconfined; state the
 machine's load (uptime) with the figures.
 
     .venv/bin/python benchmarks/sandbox.py [--rounds 5]
@@ -33,16 +33,24 @@ for _ in range(200000):
 for _ in range(20000):
     os.stat(sys.executable)
 sysc = time.perf_counter() - t
-print(cpu, sysc)
+import fcntl, termios
+r, w = os.pipe()
+t = time.perf_counter()
+for _ in range(100000):  # calls whose arguments the seccomp filter inspects
+    fcntl.fcntl(r, fcntl.F_GETFL)
+    fcntl.ioctl(r, termios.FIONREAD, b"    ")
+checked = time.perf_counter() - t
+print(cpu, sysc, checked)
 """
 
 
-def once(confine) -> tuple[float, float]:
-    out = subprocess.run([os.path.realpath(sys.executable), "-c", WORK], capture_output=True,
-                         text=True, check=True, preexec_fn=confine,
+def once(confine) -> tuple[float, float, float]:
+    # sys.executable, not its real path: the venv's interpreter has numpy, the base one not
+    out = subprocess.run([sys.executable, "-c", WORK], capture_output=True, text=True,
+                         check=True, preexec_fn=confine,
                          env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
-    cpu, sysc = map(float, out.stdout.split())
-    return cpu, sysc
+    cpu, sysc, checked = map(float, out.stdout.split())
+    return cpu, sysc, checked
 
 
 def main() -> None:
@@ -57,7 +65,8 @@ def main() -> None:
         plain.append(once(None))
         confined.append(once(sandbox.Confinement(policy)))
     print(f"Landlock ABI {policy.abi or 'none'}; load: {os.getloadavg()[0]:.1f}")
-    for i, what in enumerate(("numpy matmul (CPU-bound)", "220k syscalls")):
+    for i, what in enumerate(("numpy matmul (CPU-bound)", "220k syscalls",
+                              "200k fcntl/ioctl")):
         p = statistics.median(r[i] for r in plain)
         c = statistics.median(r[i] for r in confined)
         print(f"{what:26s} unconfined {p * 1000:8.1f} ms   confined {c * 1000:8.1f} ms   "

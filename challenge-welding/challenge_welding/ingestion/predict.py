@@ -4,7 +4,8 @@ Nothing here writes a file. :func:`predict_set` returns a :class:`SetAnswers`
 (arrays and timings) that the writer turns into ``PRED/<set>.parquet``.
 
 Timing. A batch's time is measured by the parent (Child.handover), from handing
-the batch over to receiving its answer, divided by the batch's size: the
+the batch over to receiving its answer, on CLOCK_MONOTONIC_RAW (no NTP or adjtimex
+slew: clock.py), divided by the batch's size: the
 per-image ``compute_time``. Where that time is scored (the performance set,
 :data:`TIMED_SETS`), no decoding runs during a call: between an answer and the
 next hand-over, when the stock of decoded batches is used up, a new stock (up to
@@ -21,7 +22,8 @@ image, so it gives the submission nothing to precompute.
 
 Hand-over overhead. :func:`handover_overhead` times round trips that run the
 whole hand-over path (message, descriptor, mapping, views, answer) without
-calling predict(): the constant cost included in every measured time.
+calling predict(): the constant cost included in every measured time, read from
+the same clock (each round is a Child.handover).
 """
 
 from __future__ import annotations

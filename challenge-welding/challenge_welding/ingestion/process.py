@@ -6,10 +6,12 @@ hang, flood its output), only the child ends; the parent turns it into one
 
 The scored time of a batch is measured here, in the parent, out of the
 submission's reach: from just before the hand-over message is sent to just after
-the answer is received (:meth:`Child.handover`). Every message from the child is
+the answer is received (:meth:`Child.handover`), on the raw monotonic clock that
+neither NTP nor ``adjtimex`` adjusts (clock.py). Every message from the child is
 read through wire.py (bounded, schema-checked, nothing unpickled); anything that
 goes wrong while the child is handled is one ChildFault line (:meth:`Child._guard`). Ending the child ends every
-process the submission started (reaper.py).
+process the submission started (reaper.py). Whatever text of the child leaves here (its
+error message, traceback, the tail of its output) is made inert first (contract/text.py).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import time
 from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.text import inert
 from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import reaper, wire
+from challenge_welding.ingestion import clock, reaper, wire
 from challenge_welding.ingestion.protocol import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
@@ -38,9 +41,11 @@ KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a kill may take (
 
 
 class ChildFault(ChallengeError):
-    """The submission failed; ``line`` is the one-line summary, ``details`` its traceback/output."""
+    """The submission failed; ``line`` is the one-line summary, ``details`` its traceback/output.
+    Both hold the child's text: made inert here, before any console, log or page sees them."""
 
     def __init__(self, line: str, details: str = "", stage: str = ""):
+        line, details = inert(line), inert(details)
         super().__init__(line)
         self.line = line
         self.details = details
@@ -93,7 +98,7 @@ class CappedLog:
         return b"".join(self.tail)[-TAIL_BYTES:]
 
     def tail_text(self, lines: int = 30) -> str:
-        return "\n".join(self.tail_bytes().decode(errors="replace").splitlines()[-lines:])
+        return inert("\n".join(self.tail_bytes().decode(errors="replace").splitlines()[-lines:]))
 
     def join(self, timeout: float = 5.0) -> None:
         self.thread.join(timeout)
@@ -284,12 +289,12 @@ class Child:
         with self._guard(what, "predict", timeout, limit):
             try:
                 self.channel.check_quiet()
-                t0 = time.perf_counter()
+                t0 = clock.now()
                 self.channel.send({**msg, "nonce": nonce}, buffer.fd, timeout)
                 header = self._header(cap, deadline)
                 arrays = wire.check_result(header, ident, nonce, len(shapes))
                 values = self.channel.read_arrays(arrays, deadline, self._alive)
-                seconds = time.perf_counter() - t0
+                seconds = clock.now() - t0
                 maps = maps_error = None
                 if header["maps"]:
                     head = self._header(cap, deadline)

@@ -30,6 +30,9 @@ from contextlib import contextmanager
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 PR_CAPBSET_DROP, CAP_SYS_PTRACE, PR_SET_NO_NEW_PRIVS = 24, 19, 38
+# each grants reading another process's /proc/<pid>/environ and maps (PTRACE_MODE_READ) even
+# when it is non-dumpable and the reader lacks CAP_SYS_PTRACE (measured on Linux 6.18, root)
+CAP_SYS_ADMIN, CAP_PERFMON = 21, 38
 
 
 def _prctl():
@@ -65,13 +68,15 @@ def guarded():
 
 
 def drop_ptrace() -> None:
-    """In a forked child before exec: drop CAP_SYS_PTRACE from the bounding set (needs
+    """In a forked child before exec: drop CAP_SYS_PTRACE (and CAP_SYS_ADMIN, CAP_PERFMON:
+    either opens the ingestion's environ and maps) from the bounding set (needs
     CAP_SETPCAP, which root has), so that nothing the exec'd program or a descendant runs
     holds it, even as root; and set no_new_privs, so that a non-root process cannot gain it
     by executing a setuid or file-capability program."""
     prctl = _prctl()
     if prctl is not None:
-        prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0)
+        for cap in (CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON):
+            prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 

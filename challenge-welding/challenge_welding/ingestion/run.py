@@ -45,6 +45,8 @@ import challenge_welding
 from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError, Interrupted, OutputError
 from challenge_welding.contract.files import OwnedFolder, make_folder, remove_stale, writing
+from challenge_welding.contract.text import inert, inert_bytes
+from challenge_welding.ingestion import clock
 from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
@@ -115,16 +117,19 @@ class RunReport:
         return out
 
     def error(self, line: str, log) -> None:
+        line = inert(line)  # it may quote the submission (an install's output, a message)
         self.errors.append(line)
         log(f"error: {line}")
 
     def warn(self, line: str, log) -> None:
+        line = inert(line)
         self.warnings.append(line)
         log(f"warning: {line}")
 
 
 class _Log:
-    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log.
+    """Lines to the terminal (without breaking progress bars) and to PRED/ingestion.log, made
+    inert: a line may quote the submission (contract/text.py).
 
     A log file that cannot be written (its file system full) stops being written, the
     terminal still gets every line, and ``fault`` keeps the first error's line: a full
@@ -139,12 +144,14 @@ class _Log:
     def __call__(self, line: str) -> None:
         from tqdm import tqdm
 
+        line = inert(line)
         if self.verbose:
             tqdm.write(line, file=sys.stderr)
         self.file_only(line)
 
     def file_only(self, line: str) -> None:
         """A line for the log file alone (one the caller prints itself)."""
+        line = inert(line)
         if self.fault is None:
             try:
                 with writing(self.path, "the ingestion log"):
@@ -392,7 +399,7 @@ class Ingestion:
 
     def _run(self, signals: _Signals) -> dict:
         opt, report = self.opt, self.report
-        t_start = time.perf_counter()
+        t_start, clock_start = time.perf_counter(), clock.read()
         owned = OwnedFolder(TEMP_PREFIX)
         workdir = owned.path
         if opt["keep_workdir"]:
@@ -429,6 +436,9 @@ class Ingestion:
                                              "changed": changed}
         if changed:
             report.error(selfcheck.change_line(changed), self.log)
+        report.integrity["clock"] = clock.verdict(clock_start, clock.read())
+        if clock.warning(report.integrity["clock"]):
+            report.warn(clock.warning(report.integrity["clock"]), self.log)
         report.status = "interrupted" if interrupted else "failed" if report.errors else "ok"
         report.timings["total_s"] = time.perf_counter() - t_start
         self._publish(failure is None)
@@ -477,7 +487,7 @@ class Ingestion:
         log.close()
         report.manifest = manifest(files)
         report.logs = self._log_names()
-        everything = {**files, **{name: (self.private / name).read_bytes()
+        everything = {**files, **{name: inert_bytes((self.private / name).read_bytes())
                                   for name in report.logs.values()}}
         everything[REPORT_FILE] = report_bytes(report.to_json())  # moved last
         kept = False

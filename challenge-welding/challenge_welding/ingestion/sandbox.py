@@ -14,12 +14,14 @@ lifted afterwards):
   rule instead (:func:`carve`). ABI >= 4: TCP bind/connect refused (none allowed); ABI >= 6:
   signals and abstract Unix sockets scoped to the sandbox, so the ingestion cannot be
   signalled. A Landlock domain also refuses ptrace of any process outside it;
-* **seccomp** (a hand-built BPF filter): ``setsid``/``setpgid`` refused, so every process of
-  the submission stays in the process group the preexec made and one ``killpg`` ends them
-  all; ``kill``/``tgkill``/``rt_*sigqueueinfo``/``pidfd_open`` refused when aimed at the
-  ingestion, its ancestors, its threads, init, any other process group or every process
-  (``-1``); ``tkill`` and ``pidfd_send_signal`` refused (a /proc directory is a pidfd). It is
-  the signal guard where Landlock scoping is missing (ABI < 6), and a second one where not;
+* **seccomp** (a hand-built BPF filter, :func:`seccomp_program`): ``setsid``/``setpgid``
+  refused, so every process of the submission stays in the process group the preexec made
+  and one ``killpg`` ends them all; signals (``kill``, ``tgkill``, ``rt_*sigqueueinfo``,
+  SIGIO owners through ``fcntl``/``ioctl``), scheduling, priorities, resource limits and
+  ``process_vm_*`` allowed only on the submission's own processes, refused (EPERM) on every
+  other process of the machine: the ingestion and all its threads, other runs; ``tkill``,
+  ``pidfd_send_signal``, ``vmsplice``/``splice``/``tee`` and io_uring refused. It is the
+  guard where Landlock scoping and a separate user are missing, and a second one where not;
 * **rlimits**: no core files.
 
 A fork storm is the reaper's watchdog's business (reaper.Watchdog): RLIMIT_NPROC does not
@@ -58,11 +60,21 @@ _SYS = {
     "x86_64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
                    kill=62, tkill=200, tgkill=234, rt_sigqueueinfo=129, rt_tgsigqueueinfo=297,
                    pidfd_send_signal=424, pidfd_open=434, setsid=112, setpgid=109,
-                   audit_arch=0xC000003E),
+                   fcntl=72, ioctl=16, setpriority=141, sched_setparam=142,
+                   sched_setscheduler=144, sched_setaffinity=203, sched_setattr=314,
+                   ioprio_set=251, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
+                   migrate_pages=256, move_pages=279, pidfd_getfd=438, process_madvise=440,
+                   setns=308, vmsplice=278, splice=275, tee=276, io_uring_setup=425,
+                   io_uring_enter=426, io_uring_register=427, audit_arch=0xC000003E),
     "aarch64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
                     kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240,
                     pidfd_send_signal=424, pidfd_open=434, setsid=157, setpgid=154,
-                    audit_arch=0xC00000B7),
+                    fcntl=25, ioctl=29, setpriority=140, sched_setparam=118,
+                    sched_setscheduler=119, sched_setaffinity=122, sched_setattr=274,
+                    ioprio_set=30, prlimit64=261, process_vm_readv=270, process_vm_writev=271,
+                    migrate_pages=238, move_pages=239, pidfd_getfd=438, process_madvise=440,
+                    setns=268, vmsplice=75, splice=76, tee=77, io_uring_setup=425,
+                    io_uring_enter=426, io_uring_register=427, audit_arch=0xC00000B7),
 }
 SYS = _SYS.get(platform.machine())
 
@@ -191,49 +203,110 @@ def _nvidia_nodes() -> list[str]:
         return []
 
 
-def _ancestors(pid: int) -> list[int]:
-    """``pid``, its threads and its ancestors up to init (from /proc)."""
-    out = []
-    try:
-        out += [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        pass
-    while pid > 1:
-        out.append(pid)
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                text = fh.read().decode(errors="replace")
-            pid = int(text[text.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return sorted(set(out) | {1})
+# fcntl/ioctl commands that choose who gets a file's SIGIO (and with F_SETSIG, which signal)
+F_SETOWN, F_SETSIG, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 10, 15, 0x8901, 0x8902
+SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK = 0, 3, 5, 0x40000000
+PRIO_PROCESS, PRIO_PGRP, IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 0, 1, 1, 2
+IOPRIO_CLASS_MASK, IOPRIO_CLASS_RT = 0x7 << 13, 1 << 13
+# refused whatever the arguments: no library a submission needs calls them on a process
+# other than itself, and each would reach beyond it (or keep the hand-over memory: below)
+REFUSED = ("setsid", "setpgid", "tkill", "pidfd_send_signal", "pidfd_getfd", "process_madvise",
+           "sched_setattr", "setns", "vmsplice", "splice", "tee")
+NOT_THERE = ("io_uring_setup", "io_uring_enter", "io_uring_register")  # ENOSYS: libraries fall back
 
 
-def seccomp_program(protected, own_group_neg: int | None = None) -> bytes:
-    """The BPF program (struct sock_filter[]) of the signal and process-group guard.
+def seccomp_program(own_pgid: int) -> bytes:
+    """The BPF program (struct sock_filter[]) of the last line of defence.
 
-    ``protected``: pids no signal may reach. The own group (``kill(0)`` or
-    ``kill(-own)``, ``own_group_neg`` as an unsigned 32-bit value) is allowed; any other
-    negative target (another group, ``-1``: every process) is refused with EPERM. A
-    foreign architecture (i386 on x86_64, x32) is refused whole: no bypass by ABI.
+    ``own_pgid``: the submission's process group, i.e. the pid of its first process (the
+    preexec made it a group leader and ``setsid``/``setpgid`` are refused, so every process
+    of the submission is in it for good). A foreign architecture (i386 on x86_64, x32) is
+    refused whole: no bypass by ABI. Every other refusal is EPERM.
+
+    Why no list of protected pids: a snapshot of the ingestion's threads misses those it
+    starts later (the output drain, the watchdog, decoders), and other runs' processes are
+    on no list. A seccomp filter cannot ask the kernel which group a pid is in, so the rule
+    names the only targets that are provably the submission's own, whatever else runs:
+
+    * ``0`` (the caller itself or its group, as the kernel reads it);
+    * ``own_pgid``: the group's leader, the first process; while any process of the group
+      lives, the kernel keeps that number allocated to the group (a struct pid is freed only
+      when no task uses it as pid or pgid), so it never names a foreign process;
+    * ``-own_pgid``: the whole group (kill, F_SETOWN).
+
+    Hence: kill/rt_sigqueueinfo to 0, own_pgid or -own_pgid only; tgkill/rt_tgsigqueueinfo
+    only inside the first process (raise(), pthread_kill() there: tgkill checks that the
+    thread is of that process); sched_setaffinity/setparam/setscheduler, migrate_pages,
+    move_pages, process_vm_readv/writev and prlimit64 (writes; reads are harmless) only on
+    0 or own_pgid; setpriority and ioprio_set only for the caller or its group, never a
+    higher priority (negative nice) or the real-time I/O class; sched_setscheduler only to
+    SCHED_OTHER, BATCH or IDLE (a real-time policy would starve every other run);
+    F_SETOWN only to 0, own_pgid or the own group; F_SETOWN_EX (its target is behind a
+    pointer), F_SETSIG, FIOSETOWN and SIOCSPGRP refused. Cost: a process the submission
+    forked cannot signal or pin itself or a sibling by pid (EPERM, e.g. a
+    multiprocessing.Pool's terminate(), pthread_setaffinity_np() on a thread of a forked
+    worker); pid 0 (itself, its calling thread) always works, and so does everything in the
+    first process, where import, load_model() and predict() run.
+
+    The hand-over memory (a second line behind the ingestion's check that no process of the
+    submission maps or holds it before it is reused): vmsplice, splice and tee put
+    references to a buffer's pages in a pipe, where no map or descriptor shows them, and
+    io_uring's registered buffers pin them the same way; all refused (io_uring as ENOSYS,
+    which libraries read as "not on this kernel"). pidfd_getfd, process_madvise and setns
+    act on another process (a pidfd from pidfd_open, which stays allowed: asyncio waits on
+    children with it): refused.
     """
-    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    LD, JEQ, JGE, AND, RET = 0x20, 0x15, 0x35, 0x54, 0x06
     ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
+    own, neg = own_pgid & 0xFFFFFFFF, -own_pgid & 0xFFFFFFFF
+
+    def arg(i: int, high: bool = False):  # seccomp_data.args[i], one 32-bit half (LE)
+        return (LD, None, None, 16 + 8 * i + 4 * high)
+
+    def only(*values, then="allow"):  # the loaded value must be one of values
+        return [(JEQ, then, None, v) for v in values] + [(JEQ, "deny", "deny", 0)]
+
     prog = [(LD, None, None, 4), (JEQ, None, "deny_all", SYS["audit_arch"]), (LD, None, None, 0)]
     if SYS["audit_arch"] == 0xC000003E:
         prog.append((JGE, "deny", None, 0x40000000))  # the x32 ABI's syscall numbers
-    for name in ("setsid", "setpgid", "tkill", "pidfd_send_signal"):
-        prog.append((JEQ, "deny", None, SYS[name]))
-    for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open"):
-        prog.append((JEQ, "check", None, SYS[name]))
+    blocks = {"signal": ("kill", "rt_sigqueueinfo"), "thread": ("tgkill", "rt_tgsigqueueinfo"),
+              "self": ("sched_setaffinity", "sched_setparam", "migrate_pages", "move_pages",
+                       "process_vm_readv", "process_vm_writev"),
+              "sched": ("sched_setscheduler",), "prio": ("setpriority",),
+              "ioprio": ("ioprio_set",), "prlimit": ("prlimit64",), "fcntl": ("fcntl",),
+              "ioctl": ("ioctl",)}
+    # the frequent calls (ioctl, fcntl) first: every other system call pays the whole list
+    for label in ("ioctl", "fcntl", *[b for b in blocks if b not in ("ioctl", "fcntl")]):
+        prog += [(JEQ, label, None, SYS[name]) for name in blocks[label]]
+    prog += [(JEQ, "deny", None, SYS[name]) for name in REFUSED]
+    prog += [(JEQ, "nosys", None, SYS[name]) for name in NOT_THERE]
     prog.append((RET, None, None, ALLOW))
-    prog += [("check",), (LD, None, None, 16), (JEQ, "allow", None, 0)]
-    if own_group_neg is not None:
-        prog.append((JEQ, "allow", None, own_group_neg))
-    prog.append((JGE, "deny", None, 0x80000000))
-    prog += [(JEQ, "deny", None, pid) for pid in protected]
+    prog += [("ioctl",), arg(1), (JEQ, "deny", None, FIOSETOWN), (JEQ, "deny", None, SIOCSPGRP),
+             (RET, None, None, ALLOW)]
+    prog += [("fcntl",), arg(1), (JEQ, "deny", None, F_SETSIG), (JEQ, "deny", None, F_SETOWN_EX),
+             (JEQ, None, "allow", F_SETOWN), arg(2), *only(0, own, neg)]
+    prog += [("signal",), arg(0), *only(0, own, neg)]
+    prog += [("thread",), arg(0), *only(own)]
+    prog += [("self",), arg(0), *only(0, own)]
+    prog += [("sched",), arg(0), *only(0, own, then="policy"),
+             ("policy",), arg(1), (AND, None, None, ~SCHED_RESET_ON_FORK),
+             *only(SCHED_OTHER, SCHED_BATCH, SCHED_IDLE)]
+    prog += [("prio",), arg(2), (JGE, "deny", None, 0x80000000),  # negative nice: higher
+             arg(0), *only(PRIO_PROCESS, PRIO_PGRP, then="who")]
+    prog += [("ioprio",), arg(2), (AND, None, None, IOPRIO_CLASS_MASK),
+             (JEQ, "deny", None, IOPRIO_CLASS_RT), arg(0),
+             *only(IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, then="who")]
+    prog += [("who",), arg(1), *only(0, own)]
+    prog += [("prlimit",), arg(0), (JEQ, "allow", None, 0), (JEQ, "allow", None, own),
+             arg(2), (JEQ, None, "deny", 0), arg(2, high=True), *only(0)]  # new limit NULL: a read
     prog += [("allow",), (RET, None, None, ALLOW), ("deny",), (RET, None, None, DENY),
+             ("nosys",), (RET, None, None, 0x00050000 | errno.ENOSYS),
              ("deny_all",), (RET, None, None, 0x00050000 | errno.ENOSYS)]
+    return _assemble(prog)
+
+
+def _assemble(prog) -> bytes:
+    """Labels resolved into the 8-bit relative jumps of classic BPF."""
     labels, code = {}, []
     for ins in prog:
         if len(ins) == 1:
@@ -266,7 +339,6 @@ class _Prepared:
         self.rule_bufs = [(path.encode(), ctypes.create_string_buffer(12)) for path, _ in self.rules]
         self.accesses = [acc for _, acc in self.rules]
         self.seccomp = seccomp and SYS is not None
-        self.protected = _ancestors(os.getpid()) if self.seccomp else []
         self.prog = None
         self.fprog = ctypes.create_string_buffer(16)
 
@@ -279,8 +351,7 @@ class _Prepared:
         if self.abi:
             self._landlock()
         if self.seccomp:
-            own = (-os.getpgid(0)) & 0xFFFFFFFF
-            prog = ctypes.create_string_buffer(seccomp_program(self.protected, own))
+            prog = ctypes.create_string_buffer(seccomp_program(os.getpgid(0)))
             n = len(prog.raw) // 8
             struct.pack_into("=HxxxxxxQ", self.fprog, 0, n, ctypes.addressof(prog))
             self.prog = prog
@@ -338,8 +409,10 @@ class Confinement:
 
     def describe(self) -> dict:
         out = self.policy.describe()
-        out["seccomp"] = ("setsid/setpgid refused; signals to the ingestion, its ancestors and "
-                          "other process groups refused") if self.prepared and self.prepared.seccomp \
+        out["seccomp"] = ("setsid/setpgid refused; signals, SIGIO owners, scheduling, priorities, "
+                          "limits and process_vm_* on any process outside the submission's "
+                          "group refused; splice/vmsplice/tee/io_uring refused") \
+            if self.prepared and self.prepared.seccomp \
             else None
         out["rlimits"] = {"core": 0}
         return out
