@@ -411,12 +411,13 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
                         cache_dir: str | Path | None = None, installer: str = "auto",
                         wheelhouse: str | None = None, no_index: bool = False,
                         timeout: float = 1800.0, log=print, python: str | None = None,
-                        sandbox=None) -> Environment:
+                        sandbox=None, allow_source_builds: bool = False) -> Environment:
     """Build (or reuse) the submission's environment and install its code for this run.
 
     ``python``: the interpreter of the environment (default: the evaluator's own).
     ``sandbox``: a sandbox.Sandbox confining every install step (default: one that only
-    keeps the evaluator's own files out of reach).
+    keeps the evaluator's own files out of reach). ``timeout``: the install phase's budget,
+    also what its time is weighed against. ``allow_source_builds``: see :func:`_fetch_cmd`.
     """
     if not isolation:
         return Environment(python=sys.executable, pythonpath=[str(root)], kind="none",
@@ -444,7 +445,7 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     for mode in modes:
         try:
             env = _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind,
-                         wheelhouse, no_index, timeout, log, sandbox)
+                         wheelhouse, no_index, timeout, log, sandbox, allow_source_builds)
         except InstallError as exc:
             if mode != "published":
                 raise
@@ -453,15 +454,67 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
                          f"({last}); the evaluator's interface stand-in was tried in its place")
             log(notes[-1])
             continue
-        env.notes = notes + env.notes
         env.install_s = time.perf_counter() - t0
+        env.notes = notes + env.notes + install_summary(Path(env.path), env.install_s, timeout,
+                                                         env.cached, detect_device()[0])
         return env
     raise AssertionError("unreachable")
 
 
+# GPU-only distributions: CUDA libraries (what tensorflow[and-cuda] and torch's CUDA builds pull)
+_GPU_ONLY = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|jaxlib-cuda|tensorrt)")
+# an install taking more than this share of its phase's budget gets a warning
+SLOW_INSTALL_SHARE = 0.25
+
+
+def _dist_sizes(env_dir: Path) -> dict[str, int]:
+    """{distribution: bytes} of the environment's packages, from their RECORD files."""
+    out = {}
+    for record in env_dir.glob("lib*/python*/site-packages/*.dist-info/RECORD"):
+        name = sub.canonical(record.parent.name.rsplit("-", 1)[0])
+        total = 0
+        for line in record.read_text(errors="replace").splitlines():
+            size = line.rsplit(",", 1)[-1]
+            total += int(size) if size.isdigit() else 0
+        out[name] = total
+    return out
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+def install_summary(env_dir: Path, seconds: float, budget: float, cached: bool,
+                    device: str) -> list[str]:
+    """The environment's size and install time against the phase's budget; a warning
+    ("warning: ...") for GPU-only packages on a worker without GPU, and for an install that
+    alone takes more than SLOW_INSTALL_SHARE of the budget."""
+    size = _tree_bytes(env_dir)
+    share = seconds / budget if budget else 0.0
+    lines = [f"environment: {size / 1e6:,.0f} MB, "
+             + ("reused from the cache" if cached else "made")
+             + f" in {seconds:.1f} s ({100 * share:.1f} % of the install's {budget:.0f} s budget)"]
+    gpu = {n: b for n, b in _dist_sizes(env_dir).items() if _GPU_ONLY.match(n)}
+    if gpu and device != "cuda":
+        lines.append(f"warning: {len(gpu)} GPU-only package(s) ({', '.join(sorted(gpu)[:4])}"
+                     f"{', ...' if len(gpu) > 4 else ''}; {sum(gpu.values()) / 1e9:.1f} GB) and "
+                     "this worker has no GPU -> fix: depend on the CPU build (e.g. tensorflow "
+                     "without [and-cuda], tensorflow-cpu, torch from the CPU index)")
+    if not cached and share > SLOW_INSTALL_SHARE:
+        lines.append(f"warning: the install alone took {100 * share:.0f} % of the install "
+                     f"phase's budget ({seconds:.0f} of {budget:.0f} s) -> fix: depend on fewer "
+                     "or smaller packages")
+    return lines
+
+
 # over 60 lines: one install attempt, step by step under one sandbox, reaper and log
 def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind, wheelhouse,
-           no_index, timeout, log, sandbox) -> Environment:
+           no_index, timeout, log, sandbox, allow_source_builds=False) -> Environment:
     """One attempt: ``mode`` "published" keeps the pin, "stand-in" puts our shim in its place."""
     index = _index_args(wheelhouse, no_index)
     where = "the wheelhouse" if no_index else "the package index"
@@ -628,3 +681,196 @@ def _installer_version(cmd) -> str:
         return " ".join(out.stdout.split()[:2])
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+# -- the evaluator's target, before any install (check-submission) ------------------------------
+@dataclass
+class Unresolvable:
+    """A requirement that cannot be installed on the target: ``cause`` first, ``fix`` after."""
+
+    requirement: str
+    cause: str
+    fix: str
+    ours: bool = False  # the index could not be asked (network, certificate): not the submission
+
+    def __str__(self) -> str:
+        return f"{self.cause} -> fix: {self.fix}"
+
+
+def _compile(uv: str, lines: list[str], pyver: str, platform: str, index: list[str],
+             tmp: Path, lowest: bool = False) -> tuple[int, str]:
+    """``uv pip compile`` of ``lines`` for the target, wheels only: (exit status, output)."""
+    req = tmp / f"req-{hashlib.sha256(chr(0).join(lines).encode()).hexdigest()[:12]}.txt"
+    req.write_text("\n".join(lines) + "\n")
+    # --python: this interpreter (no source build runs); without it uv looks for one of the
+    # target's version first, seconds where a pyenv shim answers
+    cmd = [uv, "pip", "compile", "--python", os.path.realpath(sys.executable), "--quiet",
+           "--no-header", "--no-annotate", "--no-python-downloads",
+           "--python-version", pyver, "--python-platform", platform, "--only-binary", ":all:",
+           *(["--resolution", "lowest"] if lowest else []), *index, str(req)]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                             env=installer_env(tmp), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return 1, "error: timed out (the package index did not answer in 300 s)"
+    return res.returncode, res.stdout + res.stderr
+
+
+def _version_of(name: str, output: str) -> str | None:
+    for line in output.splitlines():
+        m = re.match(r"^([A-Za-z0-9._-]+)==(\S+)", line.strip())
+        if m and sub.canonical(m.group(1)) == sub.canonical(name):
+            return m.group(2)
+    return None
+
+
+def resolve_for_target(requirements: str, pyver: str, platform: str, *, uv: str | None = None,
+                       index: list[str] | None = None, workdir: Path | None = None
+                       ) -> list[Unresolvable]:
+    """Each requirement of ``requirements`` (requirements.txt's text, the kit's own line
+    dropped) that cannot be installed on the target (Python ``pyver`` on ``platform``, wheels
+    only, as the evaluator installs), with the value that would work. [] when all resolve.
+
+    One ``uv pip compile`` of the whole file (seconds, no install); on failure, each line alone
+    names the guilty ones, and for a pin without a wheel the index is asked for the first
+    release after it (else the last before it) that has one.
+    """
+    import tempfile
+
+    uv = uv or find_uv()
+    if uv is None:
+        return [Unresolvable("", "uv is not installed: the requirements were not resolved for "
+                                 "the target", "pip install uv", ours=True)]
+    index = index or []
+    text, _dropped = sub.filter_requirements(requirements)
+    lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    options = [ln for ln in lines if ln.startswith("-")]  # --index-url, -f ...: kept for each
+    reqs = [ln for ln in lines if ln and not ln.startswith("-")]
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        tmp = Path(tmp)
+        code, out = _compile(uv, options + reqs, pyver, platform, index, tmp)
+        if code == 0:
+            return []
+        ours = _ours(out)
+        if ours:
+            return [ours]
+        whole = out
+
+        def alone(req):
+            code, out = (1, whole) if len(reqs) == 1 else \
+                _compile(uv, options + [req], pyver, platform, index, tmp)
+            return None if code == 0 else _explain(uv, req, out, pyver, platform, options,
+                                                   index, tmp)
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(4) as pool:  # each line alone: seconds for a long file
+            found = [u for u in pool.map(alone, reqs) if u is not None]
+        if not found:  # each alone resolves: they conflict together
+            found.append(Unresolvable("", _because(whole) or "the requirements conflict",
+                                      "change requirements.txt so that the lines agree "
+                                      f"(uv pip compile --python-version {pyver} "
+                                      "requirements.txt shows why)"))
+        return found
+
+
+def _ours(output: str) -> Unresolvable | None:
+    for pattern, cause, fix in _OUR_FAULTS:
+        if pattern.search(output):
+            return Unresolvable("", f"{cause}: the requirements were not resolved for the "
+                                    "target (not the submission's fault)", fix, ours=True)
+    return None
+
+
+def _because(output: str) -> str:
+    m = re.search(r"Because (.+?)(?:,? and you require|, we can conclude|\n|$)", output)
+    return m.group(1).strip() if m else ""
+
+
+def _explain(uv, req, out, pyver, platform, options, index, tmp) -> Unresolvable:
+    """Why ``req`` alone does not resolve on the target, and what would."""
+    where = f"Python {pyver} on Linux x86_64"
+    pin = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;]+)", req)
+    if pin and "no usable wheels" in out:
+        name, version = pin.groups()
+        code, later = _compile(uv, options + [f"{name}>{version}"], pyver, platform, index, tmp,
+                               lowest=True)
+        good = _version_of(name, later) if code == 0 else None
+        if good:
+            return Unresolvable(req, f"{name}=={version} has no wheel for {where}; the first "
+                                     f"release with one is {good}",
+                                f"write {name}=={good} in requirements.txt (and test with it)")
+        code, earlier = _compile(uv, options + [f"{name}<{version}"], pyver, platform, index, tmp)
+        good = _version_of(name, earlier) if code == 0 else None
+        return Unresolvable(req, f"{name}=={version} has no wheel for {where}"
+                                 + (f"; the last release before it with one is {good}" if good
+                                    else "; no release of it has one"),
+                            f"write {name}=={good} in requirements.txt" if good else
+                            f"replace {name} by a package with wheels for {where}")
+    cause = _because(out) or next((ln.strip() for ln in out.splitlines()
+                                   if ln.strip().startswith("error:")), out.strip()[:300])
+    return Unresolvable(req, f"{req}: {cause} (for {where})",
+                        "change this line of requirements.txt so that it resolves")
+
+
+def find_target_python(pyver: str, uv: str | None = None) -> str | None:
+    """An interpreter of the target's version at hand: uv's (managed or found), pyenv's, or
+    ``python3.X`` on the PATH; None without one. Each is run once to confirm its version."""
+    import glob
+
+    want = tuple(int(x) for x in pyver.split("."))
+    candidates = []
+    uv = uv or find_uv()
+    if uv:
+        try:
+            res = subprocess.run([uv, "python", "find", "--no-python-downloads", pyver],
+                                 capture_output=True, text=True, timeout=30, env=installer_env(
+                                     Path(os.environ.get("TMPDIR", "/tmp"))))
+            candidates += res.stdout.split()[:1] if res.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError):
+            pass
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates += sorted(glob.glob(os.path.join(pyenv, "versions", f"{pyver}*", "bin",
+                                                f"python{pyver}")), reverse=True)
+    candidates += [p for p in (shutil.which(f"python{pyver}"),) if p]
+    for cand in candidates:
+        try:
+            if python_version(cand) == want:
+                return cand
+        except InstallError:
+            continue
+    return None
+
+
+# -- the cache: list and prune (challenge-welding cache) ----------------------------------------
+def cached_environments(cache_dir=None) -> list[dict]:
+    """One dict per environment of the cache: key, path, size (bytes), python, complete,
+    age_days (since it was last used: the newest of its marker and lock files)."""
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    out = []
+    if not cache.is_dir():
+        return out
+    now = time.time()
+    for env_dir in sorted(p for p in cache.iterdir() if p.is_dir() and (p / "pyvenv.cfg").is_file()):
+        stamps = [f.stat().st_mtime for f in (env_dir / ".complete", cache / f"{env_dir.name}.lock",
+                                              env_dir / "pyvenv.cfg") if f.exists()]
+        cfg = (env_dir / "pyvenv.cfg").read_text(errors="replace")
+        ver = re.search(r"^version(?:_info)?\s*=\s*(\d+\.\d+)", cfg, re.M)
+        out.append({"key": env_dir.name, "path": str(env_dir), "cache": str(cache),
+                    "size": _tree_bytes(env_dir), "python": ver.group(1) if ver else "?",
+                    "complete": (env_dir / ".complete").is_file(),
+                    "age_days": (now - max(stamps)) / 86400})
+    return out
+
+
+def prune_environments(cache_dir=None, older_than_days: float | None = None) -> tuple[int, int]:
+    """Remove the cache's environments (those unused for ``older_than_days`` when given), each
+    under its lock so that none is removed while a run builds or reuses it: (count, bytes)."""
+    removed = freed = 0
+    for env in cached_environments(cache_dir):
+        if older_than_days is not None and env["age_days"] <= older_than_days:
+            continue
+        with _locked(Path(env["cache"]) / f"{env['key']}.lock"):
+            shutil.rmtree(env["path"], ignore_errors=True)
+        removed, freed = removed + 1, freed + env["size"]
+    return removed, freed
