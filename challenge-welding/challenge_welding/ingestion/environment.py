@@ -247,7 +247,9 @@ def _run(cmd: list[str], log: Path, timeout: float, what: str, jail=None, say=No
         fh.flush()
         start = fh.tell()
         if jail is None:
-            code = _run_streamed(cmd, fh, installer_env(log.parent / "install-tmp"), timeout, say)
+            tmp = log.parent / "install-tmp"
+            tmp.mkdir(exist_ok=True)
+            code = _run_streamed(cmd, fh, installer_env(tmp), timeout, say)
         else:
             code = _run_jailed(cmd, fh, jail.env, timeout, what, jail)
     if code is None:

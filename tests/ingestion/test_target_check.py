@@ -1,0 +1,163 @@
+"""check-submission answers for the evaluator's target (contract/target.py), not for this
+machine's Python, in seconds and before any install; faults of ours are said to be ours."""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from challenge_welding.commands import cli
+from challenge_welding.contract import target
+from challenge_welding.ingestion import environment as envmod
+
+from ingestion_helpers import make_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = dict(pyver=target.python_version(), platform=target.PLATFORM)
+
+
+def test_the_dockerfile_base_image_is_the_target():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE_IMAGE=(\S+)", dockerfile, re.M).group(1)
+    assert base == target.BASE_IMAGE == f"python:{target.python_version()}-slim"
+
+
+def test_a_pin_without_a_wheel_for_the_target_is_refused_in_seconds(tmp_path, capsys):
+    # numpy 1.25.2 has cp39-cp311 wheels only; 1.26.0 (September 2023) was the first with cp312
+    assert sys.version_info[:2] != target.PYTHON  # this machine's Python is not the target's
+    sub = make_submission(tmp_path / "sub", requirements="numpy==1.25.2\n")
+    cache = tmp_path / "envs"
+    t0 = time.monotonic()
+    status = cli.main(["check-submission", str(sub), "--env-cache", str(cache)])
+    seconds = time.monotonic() - t0
+    out = capsys.readouterr().out
+    assert status == 1
+    errors = [line for line in out.splitlines() if line.startswith("[error]")]
+    assert errors == ["[error] numpy==1.25.2 has no wheel for Python 3.12 on Linux x86_64; the first "
+                      "release with one is 1.26.0"]
+    assert "          fix: write numpy==1.26.0 in requirements.txt (and test with it)" in out
+    assert out.rstrip().endswith("1 error(s), 0 warning(s) - fix the errors before uploading")
+    assert not cache.exists() or not any(cache.iterdir())  # nothing was installed
+    assert seconds < 60, seconds  # ~10 s on a loaded 2-core machine, most of it imports
+
+
+def test_a_good_submission_resolves_and_says_which_python_ran(tmp_path, env_cache, capsys):
+    sub = make_submission(tmp_path / "sub")
+    status = cli.main(["check-submission", str(sub), "--env-cache", str(env_cache)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert re.search(r"^\[ok\] requirements.txt resolves for the evaluator's target, Python 3.12 on "
+                     r"Linux x86_64 \(manylinux wheels\), wheels only \(\d+\.\d s\)$", out, re.M), out
+    ran = re.search(r"^\[ok\] the submission ran on Python (3\.\d+)\.\d+ \((.+)\)$", out, re.M)
+    found = envmod.find_target_python(target.python_version())
+    if found:  # pyenv's 3.12 here: the real install and predict() on the target's version
+        assert ran.groups() == ("3.12", found)
+    else:
+        assert re.search(r"^\[warning\] installed and ran on Python 3\.\d+ .*: no Python 3.12 was "
+                         r"found here, so for the evaluator's Python requirements.txt was only "
+                         r"resolved$", out, re.M), out
+    assert re.search(r"^\[ok\] environment: [\d,]+ MB, (made|reused from the cache) in [\d.]+ s "
+                     r"\([\d.]+ % of the install's 1800 s budget\)$", out, re.M), out
+
+
+def test_lines_that_conflict_and_versions_that_do_not_exist(tmp_path):
+    conflict = envmod.resolve_for_target("numpy==2.2.6\nnumpy==2.1.0\n", **TARGET)
+    assert len(conflict) == 1 and not conflict[0].ours
+    assert conflict[0].cause == "you require numpy==2.2.6 and numpy==2.1.0"
+    assert conflict[0].fix.startswith("change requirements.txt so that the lines agree")
+    missing = envmod.resolve_for_target("numpy==0.0.1\nchallenge-welding==1.0\n", **TARGET)
+    assert [u.requirement for u in missing] == ["numpy==0.0.1"]  # the kit's pin is ours to install
+    assert missing[0].cause == ("numpy==0.0.1: there is no version of numpy==0.0.1 (for Python 3.12 on "
+                                "Linux x86_64)")
+
+
+# ------------------------------------------------------------------ faults on our side: one line
+@pytest.fixture
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there: connection refused
+    return port
+
+
+def test_an_unreachable_index_is_our_fault_in_one_line(tmp_path, closed_port, monkeypatch):
+    monkeypatch.setenv("UV_INDEX_URL", f"http://127.0.0.1:{closed_port}/simple")
+    monkeypatch.setenv("UV_NO_CACHE", "1")
+    sub = make_submission(tmp_path / "sub")
+    (tmp_path / "work").mkdir()
+    with pytest.raises(envmod.InstallError) as info:
+        envmod.prepare_environment(sub, tmp_path / "work", cache_dir=tmp_path / "envs",
+                                   log=lambda s: None)
+    msg = str(info.value)
+    assert info.value.ours and "\n" not in msg
+    assert msg == ("installing requirements.txt: the package index cannot be reached from this "
+                   "machine (the evaluator's fault, not the submission's) -> fix: check the network "
+                   "or the proxy (HTTPS_PROXY), or use a wheelhouse (CHALLENGE_WELDING_WHEELHOUSE)")
+    # and check-submission, before any install, says the same without blaming the requirements
+    found = envmod.resolve_for_target("numpy==2.2.6\n", **TARGET)
+    assert len(found) == 1 and found[0].ours
+    assert found[0].cause.startswith("the package index cannot be reached from this machine: the "
+                                     "requirements were not resolved for the target (not the "
+                                     "submission's fault)")
+
+
+class _Index(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - never reached by a client that refuses the certificate
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_untrusted_certificate_is_our_fault_in_one_line(tmp_path, monkeypatch):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True)
+    server = HTTPServer(("127.0.0.1", 0), _Index)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("UV_INDEX_URL", f"https://127.0.0.1:{server.server_port}/simple")
+        monkeypatch.setenv("UV_NO_CACHE", "1")
+        sub = make_submission(tmp_path / "sub")
+        (tmp_path / "work").mkdir()
+        with pytest.raises(envmod.InstallError) as info:
+            envmod.prepare_environment(sub, tmp_path / "work", cache_dir=tmp_path / "envs",
+                                       log=lambda s: None)
+    finally:
+        server.shutdown()
+    assert info.value.ours
+    assert str(info.value) == (
+        "installing requirements.txt: the package index's TLS certificate is not trusted here (the "
+        "evaluator's fault, not the submission's) -> fix: give the evaluator the proxy's CA "
+        "(SSL_CERT_FILE) or use a wheelhouse (CHALLENGE_WELDING_WHEELHOUSE)")
+
+
+def test_install_failure_messages_are_one_line_cause_first():
+    uv_no_wheel = ("Using CPython 3.12.1\n  x No solution found when resolving dependencies:\n"
+                   "  `-> Because numpy==1.25.2 has no usable wheels and you require numpy==1.25.2, "
+                   "we can conclude that your requirements are unsatisfiable.\n\n      hint: Wheels "
+                   "are required for `numpy` because building from source is disabled\n")
+    err = envmod.install_failure(uv_no_wheel, "installing requirements.txt", 1, "3.12")
+    assert str(err) == ("numpy==1.25.2 has no wheel for this Python and platform, and the evaluator "
+                        "builds no dependency from source -> fix: pin a version of numpy with a wheel "
+                        "for Python 3.12 (challenge-welding check-submission names one), or ask the "
+                        "organisers for --allow-source-builds")
+    assert not err.ours
+    full = envmod.install_failure("error: failed to write to file `x`: No space left on device "
+                                  "(os error 28)\n", "installing requirements.txt", 2)
+    assert full.ours and str(full).startswith("installing requirements.txt: the disk is full")
