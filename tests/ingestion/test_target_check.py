@@ -161,3 +161,39 @@ def test_install_failure_messages_are_one_line_cause_first():
     full = envmod.install_failure("error: failed to write to file `x`: No space left on device "
                                   "(os error 28)\n", "installing requirements.txt", 2)
     assert full.ours and str(full).startswith("installing requirements.txt: the disk is full")
+
+
+# ------------------------------------------------------------------ a system without Linux's confinement
+# macOS as the package sees it: sys.platform "darwin", no memfd_create, and (as on Windows) no
+# `resource` nor `fcntl` module; the third-party libraries are imported first, as themselves.
+NOT_LINUX = """
+import os, sys
+import numpy, pandas, cv2, pyarrow.parquet, yaml, sysconfig
+sysconfig.get_config_vars()
+sys.platform = "darwin"
+sys.modules["resource"] = None  # ImportError, as on Windows
+sys.modules["fcntl"] = None
+for name in ("memfd_create", "pidfd_open"):
+    if hasattr(os, name):
+        delattr(os, name)
+from challenge_welding.commands import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_check_submission_runs_without_linux_confinement_and_says_so(tmp_path, env_cache):
+    sub = make_submission(tmp_path / "sub")
+    res = subprocess.run([sys.executable, "-c", NOT_LINUX, "check-submission", str(sub),
+                          "--env-cache", str(env_cache)], capture_output=True, text=True,
+                         timeout=900)
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in out.splitlines() if "confine" in ln]
+    assert lines == ["[warning] this system (darwin) has no Linux confinement: the submission ran "
+                     "unconfined here; the evaluator runs it confined (Landlock, seccomp, no "
+                     "network), where writing outside its temp folder, reading the evaluation data "
+                     "or opening a connection fails"], out
+    assert "NO SANDBOX" not in out
+    assert "predict() ran on 4 images; valid outputs" in out
+    assert out.rstrip().endswith("0 error(s), 1 warning(s) - ready to upload")

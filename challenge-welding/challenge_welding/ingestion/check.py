@@ -252,6 +252,12 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
                 add(Finding("warning", w, "return exactly what the interface's docstring says"))
             elif w.startswith("the submission wrote"):
                 add(Finding("warning", w, "print less: the evaluation keeps a capped log"))
+            elif w.startswith("NO SANDBOX") and not sys.platform.startswith("linux"):
+                add(Finding("warning", f"this system ({sys.platform}) has no Linux confinement: "
+                                       "the submission ran unconfined here; the evaluator runs it "
+                                       "confined (Landlock, seccomp, no network), where writing "
+                                       "outside its temp folder, reading the evaluation data or "
+                                       "opening a connection fails"))
             elif w.startswith("NO SANDBOX"):  # sandbox.py: this kernel has no Landlock
                 add(Finding("warning", w, "the evaluation runs it confined (Landlock): a "
                                           "submission that writes outside its temp folder, "

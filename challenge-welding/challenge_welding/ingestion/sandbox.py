@@ -40,7 +40,10 @@ import ctypes
 import errno
 import os
 import platform
-import resource
+try:
+    import resource
+except ImportError:  # Windows: no rlimits, and no confinement to apply them in
+    resource = None
 import site
 import struct
 import sys
