@@ -134,3 +134,58 @@ def test_participant_environment_is_the_documented_list(tmp_path, monkeypatch):
     # the evaluator's own uv (no participant code) keeps the proxy and CA settings, no secret
     tool = envmod.installer_env(tmp_path / "tmp")
     assert tool["HTTPS_PROXY"] == "http://proxy.invalid:3128" and "SECRET_TOKEN" not in tool
+
+
+# ------------------------------------------------------------------ dependencies without a wheel
+def _toy_sdist(folder: Path, port: int) -> Path:
+    """cwtoy-1.0.tar.gz: a source distribution only (no wheel), whose setup.py also spies."""
+    import io
+    import tarfile
+
+    # its report goes to its HOME (uv unpacks the sdist in a temporary folder)
+    setup = SPY.replace('(here / "port.txt").read_text()', str(port)).replace(
+        'here.parent / "spy.log"', 'Path(os.environ["HOME"]) / "spy.log"') + (
+        "_spy('cwtoy setup.py', Path(__file__).resolve().parent, True)\n"
+        "from setuptools import setup\nsetup(name='cwtoy', version='1.0', py_modules=['cwtoy'])\n")
+    files = {"cwtoy-1.0/setup.py": setup, "cwtoy-1.0/cwtoy.py": "VALUE = 42\n",
+             "cwtoy-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: cwtoy\nVersion: 1.0\n"}
+    out = folder / "cwtoy-1.0.tar.gz"
+    with tarfile.open(out, "w:gz") as tf:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_source_builds_are_refused_in_one_line_or_built_offline_when_allowed(
+        tmp_path, input_data, listener, monkeypatch):
+    import subprocess
+    import sys
+
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d",
+                    str(wheelhouse), "numpy==2.2.6", "setuptools"], check=True)
+    _toy_sdist(wheelhouse, listener.port)
+    monkeypatch.setenv(envmod.WHEELHOUSE_ENV, str(wheelhouse))
+    monkeypatch.setenv("SECRET_TOKEN", SECRET)
+    component = "import cwtoy\n" + GOOD.replace("assert self.loaded", "assert self.loaded and cwtoy.VALUE == 42")
+    sub = make_submission(tmp_path / "sub", component, requirements="numpy==2.2.6\ncwtoy==1.0\n")
+    refused = ingest(sub, input_data, tmp_path / "out1", cache_dir=tmp_path / "envs",
+                     sets=["performance"], progress=False, verbose=False)
+    assert refused["status"] == "failed"
+    assert refused["errors"] == [
+        "install: cwtoy==1.0 has no wheel for this Python and platform, and the evaluator builds no "
+        "dependency from source -> fix: pin a version of cwtoy with a wheel for Python "
+        f"{sys.version_info[0]}.{sys.version_info[1]} "
+        "(challenge-welding check-submission names one), or ask the organisers for "
+        "--allow-source-builds"]
+    allowed = ingest(sub, input_data, tmp_path / "out2", cache_dir=tmp_path / "envs",
+                     sets=["performance"], progress=False, verbose=False, keep_workdir=True,
+                     allow_source_builds=True)
+    assert allowed["status"] == "ok", allowed["errors"]
+    spy = next(Path(allowed["workdir"]).rglob("spy.log")).read_text()
+    assert spy.startswith("SPY cwtoy setup.py saw '-'; connect: ")  # built offline, nothing of ours
+    assert listener.received == []

@@ -13,6 +13,10 @@ def add_environment_arguments(parser):
                         help="the interpreter to install and run the submission on (default: "
                              "check-submission looks for one of the evaluator's version, "
                              "contract/target.py; evaluate uses this one)")
+    parser.add_argument("--allow-source-builds", action="store_true",
+                        help="organisers: a pinned dependency without a wheel is built from its "
+                             "source (fetched by the evaluator, built offline in the sandbox); "
+                             "default: wheels only, one error line naming it")
 
 
 def add_arguments(parser):
@@ -29,7 +33,8 @@ def run(args):
     from challenge_welding.ingestion.check import check_submission
 
     findings = check_submission(args.path, cache_dir=args.env_cache, n_images=args.images,
-                                isolation=not args.no_isolation, python=args.python)
+                                isolation=not args.no_isolation, python=args.python,
+                                allow_source_builds=args.allow_source_builds)
     errors = sum(f.level == "error" for f in findings)
     warnings = sum(f.level == "warning" for f in findings)
     print(f"\n{args.path}: {errors} error(s), {warnings} warning(s)"

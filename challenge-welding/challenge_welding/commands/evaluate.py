@@ -32,7 +32,8 @@ def run(args):
 
     scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
                       isolation=not args.no_isolation, draws=not args.no_draws,
-                      cache_dir=args.env_cache, python=args.python)
+                      cache_dir=args.env_cache, python=args.python,
+                      allow_source_builds=args.allow_source_builds)
     print(f"score {scores['score']:.2f}   " + "  ".join(f"{k} {scores[k]:.3f}" for k in KPI_KEYS))
     print(f"written: {Path(args.output) / 'scores.json'}, {Path(args.output) / 'detailed_results.html'}")
     return 0

@@ -60,7 +60,7 @@ from challenge_welding.ingestion import reaper
 from challenge_welding.ingestion import submission as sub
 from challenge_welding.ingestion.sandbox import Sandbox
 
-ENV_FORMAT = "2"  # bump to invalidate every cached environment
+ENV_FORMAT = "3"  # bump to invalidate every cached environment
 _INTERFACE_FILES = ("ai_component_interface.py", "AIComponent_interface.py")
 WHEELHOUSE_ENV = "CHALLENGE_WELDING_WHEELHOUSE"
 PUBLISHED_MIN_PYTHON = (3, 12)  # requires-python of the published challenge-welding
@@ -70,9 +70,10 @@ class InstallError(ChallengeError):
     """The submission's environment could not be built (the submission's fault, or ours when
     ``ours``: no route to the index, an untrusted certificate, a full disk)."""
 
-    def __init__(self, message: str, ours: bool = False):
+    def __init__(self, message: str, ours: bool = False, no_wheel: tuple | None = None):
         super().__init__(message)
         self.ours = ours
+        self.no_wheel = no_wheel  # (name, version) of a pin without a usable wheel
 
 
 # What participant code (setup.py, the build backend, import, load_model, predict) gets as
@@ -325,7 +326,8 @@ def install_failure(text: str, what: str, code: int, python: str = "") -> Instal
             f"{name}=={version} has no wheel for this Python and platform, and the evaluator "
             f"builds no dependency from source -> fix: pin a version of {name} with a wheel for "
             f"Python {python or '.'.join(map(str, sys.version_info[:2]))} (challenge-welding "
-            "check-submission names one), or ask the organisers for --allow-source-builds")
+            "check-submission names one), or ask the organisers for --allow-source-builds",
+            no_wheel=(name, version))
     because = re.search(r"Because (.+?)(?:,? and you require|, we can conclude|\n|$)", text)
     if because:  # uv's resolver: the first clause is the cause
         cause = because.group(1).strip()
@@ -539,7 +541,8 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
                          f"in its place ({why}; only the interface modules import)")
     h = hashlib.sha256()
     for part in (ENV_FORMAT, f"{pyver}", os.path.realpath(python), kind, mode, requirements,
-                 shim.read_bytes().hex() if shim else "-", repr(index)):
+                 shim.read_bytes().hex() if shim else "-", repr(index),
+                 "sdists" if allow_source_builds else "wheels"):
         h.update(part.encode() + b"\0")
     for name in ("setup.py", "pyproject.toml", "setup.cfg"):
         h.update((root / name).read_bytes() if (root / name).is_file() else b"-")
@@ -558,6 +561,7 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
         if uv and shim:
             (workdir / "overrides.txt").write_text(f"challenge-welding @ {shim.resolve().as_uri()}\n")
             override = ["--override", str(workdir / "overrides.txt")]
+        sdists: list[Path] = []
         if not cached:
             log(f"creating the submission's environment ({kind}, Python {pyname}) in {env_dir}")
             shutil.rmtree(env_dir, ignore_errors=True)
@@ -569,10 +573,21 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
             else:
                 _run([python, "-m", "venv", str(env_dir)], install_log, timeout,
                      "creating the virtual environment")
-            _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
-                                                          str(req_file), *build_requirements(root),
-                                                          *shim_args],
-                 install_log, timeout, "installing requirements.txt", say=log, python=pyname)
+            sdists = _fetch_requirements(
+                lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim)
+                                   + [*override, *index, *offline, "-r", str(req_file),
+                                      *build_requirements(root), *extra, *shim_args],
+                                   install_log, timeout, "installing requirements.txt", say=log,
+                                   python=pyname),
+                req_file, workdir / "sdists", allow_source_builds, wheelhouse, no_index, log)
+            if sdists:  # --allow-source-builds: built offline in the sandbox, into the env
+                jail = _install_jail(sandbox, workdir, [env_dir], [workdir / "sdists", uv], python)
+                _run([uv, "pip", "install", "--python", str(py), "--offline", "--no-index",
+                      "--no-cache", "--no-build-isolation", "--no-deps", *map(str, sdists)]
+                     if uv else [str(py), "-m", "pip", "install", "--no-index", "--no-cache-dir",
+                                 "--no-build-isolation", "--no-deps", *map(str, sdists)],
+                     install_log, timeout, "building dependencies from source (offline, "
+                                           "--allow-source-builds)", jail)
             if mode == "published":
                 _add_old_import_path(py, install_log, _install_jail(sandbox, workdir, [env_dir],
                                                                     [], python))
@@ -596,7 +611,8 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
         _run(build, install_log, timeout, "building the submission's package (offline)", jail)
         if not cached:
             # 3. what the package itself declares (install_requires), wheels only
-            declared = requires_dist(site)
+            declared = requires_dist(site) + [
+                r for d in sdists for r in requires_dist(_site_packages(env_dir), d)]
             if declared:
                 (workdir / "declared.txt").write_text("\n".join(declared) + "\n")
                 _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
@@ -607,6 +623,43 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
                        path=str(env_dir), cached=cached, notes=notes, interface=mode,
                        installer=_installer_version(uv or [str(py), "-m", "pip"]))
+
+
+def _site_packages(env_dir: Path) -> Path:
+    found = sorted(env_dir.glob("lib*/python*/site-packages"))
+    return found[0] if found else env_dir / "Lib" / "site-packages"
+
+
+def _fetch_requirements(install, req_file: Path, sdist_dir: Path, allow: bool, wheelhouse,
+                        no_index: bool, log) -> list[Path]:
+    """Step 1, ``install(extra_requirements)``; with ``allow`` (--allow-source-builds), each
+    pin of requirements.txt without a wheel is taken out of the wheel install, its source
+    fetched by the evaluator and its build backend added: the sdists to build offline."""
+    sdists: list[Path] = []
+    extra: list[str] = []
+    while True:
+        try:
+            install(extra)
+            return sdists
+        except InstallError as exc:
+            if not allow or exc.no_wheel is None or len(sdists) >= 20:
+                raise
+            name, version = exc.no_wheel
+            lines = req_file.read_text().splitlines()
+            kept = [ln for ln in lines if not (sub._NAME.match(ln.split("#", 1)[0].strip())
+                    and sub.canonical(sub._NAME.match(ln.split("#", 1)[0].strip()).group(1))
+                    == sub.canonical(name))]
+            if len(kept) == len(lines):
+                raise InstallError(f"{name}=={version} has no wheel for this Python and it is "
+                                   "not a line of requirements.txt -> fix: pin it there "
+                                   f"({name}=={version}) so that its source is built "
+                                   "(--allow-source-builds)", no_wheel=exc.no_wheel) from None
+            req_file.write_text("\n".join(kept) + "\n")
+            sdist = fetch_sdist(name, version, sdist_dir, wheelhouse, no_index)
+            sdists.append(sdist)
+            extra += sdist_build_requirements(sdist)
+            log(f"{name}=={version}: no wheel; its source {sdist.name} is built offline in "
+                "the sandbox (--allow-source-builds)")
 
 
 def _fetch_cmd(uv, python, env_dir: Path, shim) -> list[str]:
@@ -625,24 +678,35 @@ def _fetch_cmd(uv, python, env_dir: Path, shim) -> list[str]:
 def build_requirements(root: Path) -> list[str]:
     """The build backend the submission's package needs: pyproject.toml's
     ``[build-system] requires``, else setuptools (what pip assumes for a bare setup.py)."""
+    path = root / "pyproject.toml"
+    return _build_requires_of(path.read_text(errors="replace") if path.is_file() else "")
+
+
+def _build_requires_of(pyproject: str) -> list[str]:
+    """``[build-system] requires`` of a pyproject.toml's text; setuptools without one."""
     try:
         import tomllib
     except ImportError:  # Python 3.10: setuptools, as for a bare setup.py
         return ["setuptools>=40.8.0"]
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(errors="replace"))
-        requires = data["build-system"]["requires"]
+        requires = tomllib.loads(pyproject)["build-system"]["requires"]
         if isinstance(requires, list) and all(isinstance(r, str) for r in requires):
             return requires or ["setuptools>=40.8.0"]
-    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+    except (KeyError, TypeError, tomllib.TOMLDecodeError):
         pass
     return ["setuptools>=40.8.0"]
 
 
-def requires_dist(site: Path) -> list[str]:
-    """The Requires-Dist lines of the packages installed in ``site`` (their METADATA)."""
+def requires_dist(site: Path, sdist: Path | None = None) -> list[str]:
+    """The Requires-Dist lines of the packages installed in ``site`` (their METADATA); only
+    the package built from ``sdist`` when given."""
     out = []
-    for meta in sorted(site.glob("*.dist-info/METADATA")):
+    metas = sorted(site.glob("*.dist-info/METADATA"))
+    if sdist is not None:
+        m = _SDIST.match(sdist.name)
+        metas = [p for p in metas if m and sub.canonical(p.parent.name.rsplit("-", 1)[0])
+                 == sub.canonical(m["name"])]
+    for meta in metas:
         for line in meta.read_text(errors="replace").splitlines():
             if line.startswith("Requires-Dist:"):
                 out.append(line.split(":", 1)[1].strip())
@@ -876,3 +940,74 @@ def prune_environments(cache_dir=None, older_than_days: float | None = None) -> 
             shutil.rmtree(env["path"], ignore_errors=True)
         removed, freed = removed + 1, freed + env["size"]
     return removed, freed
+
+
+# -- --allow-source-builds: the source fetched by the evaluator, built offline in the sandbox ---
+_SDIST = re.compile(r"^(?P<name>.+)-(?P<version>[^-]+)\.(tar\.gz|zip)$")
+
+
+def fetch_sdist(name: str, version: str, dest: Path, wheelhouse: str | None = None,
+                no_index: bool = False) -> Path:
+    """The source distribution of ``name==version``: from the wheelhouse, else from the index
+    (its PEP 691 JSON page, the file's sha256 checked). Plain HTTP(S), no code of the package
+    runs. Hand-written because uv has no ``download`` and ``pip download`` builds the
+    metadata (runs setup.py) even with ``--no-deps``."""
+    import json
+    import urllib.parse
+    import urllib.request
+
+    def matches(filename: str) -> bool:
+        m = _SDIST.match(filename)
+        return bool(m) and sub.canonical(m["name"]) == sub.canonical(name) and m["version"] == version
+
+    dest.mkdir(parents=True, exist_ok=True)
+    if wheelhouse:
+        for f in Path(wheelhouse).iterdir():
+            if matches(f.name):
+                shutil.copy(f, dest / f.name)
+                return dest / f.name
+    if no_index:
+        raise InstallError(f"{name}=={version}: no source distribution in the wheelhouse "
+                           f"{wheelhouse} -> fix: add {name}-{version}.tar.gz to it", ours=True)
+    index = (os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX")
+             or os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple").rstrip("/")
+    url = f"{index}/{sub.canonical(name)}/"
+    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            files = json.load(resp).get("files", [])
+        entry = next((f for f in files if matches(f.get("filename", ""))), None)
+        if entry is None:
+            raise InstallError(f"{name}=={version} has neither a wheel for this Python nor a "
+                               f"source distribution on {index} -> fix: pin another version")
+        target = dest / entry["filename"]
+        with urllib.request.urlopen(urllib.parse.urljoin(url, entry["url"]), timeout=600) as resp:
+            target.write_bytes(resp.read())
+    except InstallError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise install_failure(str(exc), f"fetching the source of {name}=={version}", 1) from None
+    want = (entry.get("hashes") or {}).get("sha256")
+    if want and hashlib.sha256(target.read_bytes()).hexdigest() != want:
+        raise InstallError(f"{target.name}: its sha256 is not the index's", ours=True)
+    return target
+
+
+def sdist_build_requirements(sdist: Path) -> list[str]:
+    """The build backend an sdist needs, read from its pyproject.toml (no code runs)."""
+    import tarfile
+
+    text = ""
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as zf:
+                names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith("/pyproject.toml")]
+                text = zf.read(names[0]).decode(errors="replace") if names else ""
+        else:
+            with tarfile.open(sdist) as tf:
+                member = next((m for m in tf.getmembers() if m.name.count("/") == 1
+                               and m.name.endswith("/pyproject.toml")), None)
+                text = tf.extractfile(member).read().decode(errors="replace") if member else ""
+    except (OSError, tarfile.TarError, zipfile.BadZipFile):
+        text = ""
+    return _build_requires_of(text)
