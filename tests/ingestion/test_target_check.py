@@ -197,3 +197,21 @@ def test_check_submission_runs_without_linux_confinement_and_says_so(tmp_path, e
     assert "NO SANDBOX" not in out
     assert "predict() ran on 4 images; valid outputs" in out
     assert out.rstrip().endswith("0 error(s), 1 warning(s) - ready to upload")
+
+
+def test_install_summary_weighs_time_and_warns_for_gpu_only_packages(tmp_path):
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    for dist, size in (("nvidia_cublas_cu12-12.4.5.8", 1_000_000_000), ("numpy-2.2.6", 40_000_000)):
+        (site / f"{dist}.dist-info").mkdir(parents=True)
+        (site / f"{dist}.dist-info" / "RECORD").write_text(
+            f"{dist.split('-')[0]}/lib.so,sha256=x,{size}\n{dist}.dist-info/RECORD,,\n")
+    lines = envmod.install_summary(tmp_path / "env", 100.0, 300.0, cached=False, device="cpu")
+    assert lines[0] == "environment: 0 MB, made in 100.0 s (33.3 % of the install's 300 s budget)"
+    assert lines[1] == ("warning: 1 GPU-only package(s) (nvidia-cublas-cu12; 1.0 GB) and this worker "
+                        "has no GPU -> fix: depend on the CPU build (e.g. tensorflow without "
+                        "[and-cuda], tensorflow-cpu, torch from the CPU index)")
+    assert lines[2] == ("warning: the install alone took 33 % of the install phase's budget (100 of "
+                        "300 s) -> fix: depend on fewer or smaller packages")
+    # a worker with a GPU, a quick install: the size and time only
+    assert envmod.install_summary(tmp_path / "env", 10.0, 300.0, cached=True, device="cuda") == [
+        "environment: 0 MB, reused from the cache in 10.0 s (3.3 % of the install's 300 s budget)"]

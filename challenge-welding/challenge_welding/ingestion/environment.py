@@ -471,11 +471,16 @@ _GPU_ONLY = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|jaxlib-cuda|tensorrt)")
 SLOW_INSTALL_SHARE = 0.25
 
 
+def _dist_name(dist_info: Path) -> str:
+    """The canonical distribution name of a ``<name>-<version>.dist-info`` folder."""
+    return sub.canonical(dist_info.name.removesuffix(".dist-info").rsplit("-", 1)[0])
+
+
 def _dist_sizes(env_dir: Path) -> dict[str, int]:
     """{distribution: bytes} of the environment's packages, from their RECORD files."""
     out = {}
     for record in env_dir.glob("lib*/python*/site-packages/*.dist-info/RECORD"):
-        name = sub.canonical(record.parent.name.rsplit("-", 1)[0])
+        name = _dist_name(record.parent)
         total = 0
         for line in record.read_text(errors="replace").splitlines():
             size = line.rsplit(",", 1)[-1]
@@ -704,8 +709,7 @@ def requires_dist(site: Path, sdist: Path | None = None) -> list[str]:
     metas = sorted(site.glob("*.dist-info/METADATA"))
     if sdist is not None:
         m = _SDIST.match(sdist.name)
-        metas = [p for p in metas if m and sub.canonical(p.parent.name.rsplit("-", 1)[0])
-                 == sub.canonical(m["name"])]
+        metas = [p for p in metas if m and _dist_name(p.parent) == sub.canonical(m["name"])]
     for meta in metas:
         for line in meta.read_text(errors="replace").splitlines():
             if line.startswith("Requires-Dist:"):
