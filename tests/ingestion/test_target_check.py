@@ -215,3 +215,26 @@ def test_install_summary_weighs_time_and_warns_for_gpu_only_packages(tmp_path):
     # a worker with a GPU, a quick install: the size and time only
     assert envmod.install_summary(tmp_path / "env", 10.0, 300.0, cached=True, device="cuda") == [
         "environment: 0 MB, reused from the cache in 10.0 s (3.3 % of the install's 300 s budget)"]
+
+
+def test_cache_list_and_prune(tmp_path, capsys):
+    import os
+
+    cache = tmp_path / "envs"
+    for key, days in (("a" * 20, 0), ("b" * 20, 3)):
+        env = cache / key
+        env.mkdir(parents=True)
+        (env / "pyvenv.cfg").write_text("home = /usr/bin\nversion_info = 3.12.1\n")
+        (env / "blob").write_bytes(b"x" * 2_000_000)
+        (env / ".complete").write_text(key)
+        old = time.time() - days * 86400
+        for f in (env / "pyvenv.cfg", env / ".complete"):
+            os.utime(f, (old, old))
+    assert cli.main(["cache", "list", "--env-cache", str(cache)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{'a' * 20}          2 MB  Python 3.12   last used 0.0 days ago"
+    assert out[1] == f"{'b' * 20}          2 MB  Python 3.12   last used 3.0 days ago"
+    assert out[2] == f"2 environment(s), 4 MB in {cache}"
+    assert cli.main(["cache", "prune", "--older-than", "1", "--env-cache", str(cache)]) == 0
+    assert capsys.readouterr().out == "removed 1 environment(s), 2 MB freed\n"
+    assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == ["a" * 20]

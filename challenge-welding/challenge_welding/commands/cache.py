@@ -20,8 +20,9 @@ def run(args):
     if args.action == "list":
         envs = cached_environments(args.env_cache)
         for e in envs:
-            print(f"{e['key']}  {e['size'] / 1e6:>9,.0f} MB  Python {e['python']:<6} "
-                  f"last used {e['age_days']:.1f} days ago  {'' if e['complete'] else '(incomplete)'}")
+            line = (f"{e['key']}  {e['size'] / 1e6:>9,.0f} MB  Python {e['python']:<6} "
+                    f"last used {e['age_days']:.1f} days ago  {'' if e['complete'] else '(incomplete)'}")
+            print(line.rstrip())
         total = sum(e["size"] for e in envs)
         print(f"{len(envs)} environment(s), {total / 1e6:,.0f} MB in {envs[0]['cache'] if envs else args.env_cache or 'the default cache'}")
         return 0
