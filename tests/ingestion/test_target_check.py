@@ -90,16 +90,22 @@ def closed_port():
     return port
 
 
-def test_an_unreachable_index_is_our_fault_in_one_line(tmp_path, closed_port, monkeypatch):
-    monkeypatch.setenv("UV_INDEX_URL", f"http://127.0.0.1:{closed_port}/simple")
+def _install_from(index_url: str, tmp_path, monkeypatch) -> envmod.InstallError:
+    """The InstallError of a good submission's install from ``index_url`` (uv's cache off)."""
+    monkeypatch.setenv("UV_INDEX_URL", index_url)
     monkeypatch.setenv("UV_NO_CACHE", "1")
     sub = make_submission(tmp_path / "sub")
     (tmp_path / "work").mkdir()
     with pytest.raises(envmod.InstallError) as info:
         envmod.prepare_environment(sub, tmp_path / "work", cache_dir=tmp_path / "envs",
                                    log=lambda s: None)
-    msg = str(info.value)
-    assert info.value.ours and "\n" not in msg
+    return info.value
+
+
+def test_an_unreachable_index_is_our_fault_in_one_line(tmp_path, closed_port, monkeypatch):
+    err = _install_from(f"http://127.0.0.1:{closed_port}/simple", tmp_path, monkeypatch)
+    msg = str(err)
+    assert err.ours and "\n" not in msg
     assert msg == ("installing requirements.txt: the package index cannot be reached from this "
                    "machine (the evaluator's fault, not the submission's) -> fix: check the network "
                    "or the proxy (HTTPS_PROXY), or use a wheelhouse (CHALLENGE_WELDING_WHEELHOUSE)")
@@ -131,17 +137,11 @@ def test_an_untrusted_certificate_is_our_fault_in_one_line(tmp_path, monkeypatch
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        monkeypatch.setenv("UV_INDEX_URL", f"https://127.0.0.1:{server.server_port}/simple")
-        monkeypatch.setenv("UV_NO_CACHE", "1")
-        sub = make_submission(tmp_path / "sub")
-        (tmp_path / "work").mkdir()
-        with pytest.raises(envmod.InstallError) as info:
-            envmod.prepare_environment(sub, tmp_path / "work", cache_dir=tmp_path / "envs",
-                                       log=lambda s: None)
+        err = _install_from(f"https://127.0.0.1:{server.server_port}/simple", tmp_path, monkeypatch)
     finally:
         server.shutdown()
-    assert info.value.ours
-    assert str(info.value) == (
+    assert err.ours
+    assert str(err) == (
         "installing requirements.txt: the package index's TLS certificate is not trusted here (the "
         "evaluator's fault, not the submission's) -> fix: give the evaluator the proxy's CA "
         "(SSL_CERT_FILE) or use a wheelhouse (CHALLENGE_WELDING_WHEELHOUSE)")
