@@ -576,7 +576,8 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
                 _run([uv, "venv", "--quiet", "--allow-existing", "--python", python, str(env_dir)],
                      install_log, timeout, "creating the virtual environment")
             else:
-                _run([python, "-m", "venv", str(env_dir)], install_log, timeout,
+                # pip comes with the wheels below, into this environment alone (--prefix)
+                _run([python, "-m", "venv", "--without-pip", str(env_dir)], install_log, timeout,
                      "creating the virtual environment")
             sdists = _fetch_requirements(
                 lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim)
@@ -676,8 +677,10 @@ def _fetch_cmd(uv, python, env_dir: Path, shim) -> list[str]:
         return [uv, "pip", "install", "--python", python, "--prefix", str(env_dir),
                 "--only-binary", ":all:", "--no-python-downloads"]
     links = ["--find-links", str(shim.parent)] if shim else []
+    # --ignore-installed: with --prefix, pip counts what the base interpreter has as installed;
+    # pip and wheel: the offline build runs the environment's pip, setuptools < 70.1 needs wheel
     return [python, "-m", "pip", "install", "--prefix", str(env_dir), "--only-binary", ":all:",
-            "--no-warn-script-location", *links]
+            "--ignore-installed", "--no-warn-script-location", *links, "pip", "wheel"]
 
 
 def build_requirements(root: Path) -> list[str]:
