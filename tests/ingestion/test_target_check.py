@@ -238,3 +238,20 @@ def test_cache_list_and_prune(tmp_path, capsys):
     assert cli.main(["cache", "prune", "--older-than", "1", "--env-cache", str(cache)]) == 0
     assert capsys.readouterr().out == "removed 1 environment(s), 2 MB freed\n"
     assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == ["a" * 20]
+
+
+def test_requirements_name_nothing_outside_the_submission(tmp_path):
+    # the evaluator's uv runs outside the sandbox and echoes what it cannot parse (uv 0.13:
+    # "Unexpected '_' ... /etc/shadow:17:1" for `-r /etc/shadow`) into the participant's log
+    (tmp_path / "more.txt").write_text("pandas==2.2.3\n")
+    assert envmod.safe_requirements("numpy==2.2.6  # pinned\n-r more.txt\n", tmp_path) == \
+        "numpy==2.2.6\npandas==2.2.3\n\n"
+    for line, why in (("-r /etc/shadow", "-r /etc/shadow is not a file of the submission"),
+                      ("-r ../outside.txt", "-r ../outside.txt is not a file of the submission"),
+                      ("-f /etc", "-f /etc: only an http(s) index is accepted"),
+                      ("x @ file:///etc/shadow", "x @ file:///etc/shadow: only an http(s) URL is "
+                                                 "accepted after @"),
+                      ("-e .", "the option -e is not accepted by the evaluator")):
+        with pytest.raises(envmod.InstallError) as info:
+            envmod.safe_requirements(f"numpy==2.2.6\n{line}\n", tmp_path)
+        assert str(info.value) == f"requirements.txt line 2: {why} -> fix: remove or change this line"

@@ -151,6 +151,11 @@ def target_findings(root: Path, python: str | None, log=print) -> tuple[list[Fin
     out = []
     req = root / "requirements.txt"
     text = req.read_text(errors="replace") if req.is_file() else ""
+    try:  # what the evaluator refuses to hand its installer
+        envmod.safe_requirements(text, root)
+    except envmod.InstallError as exc:
+        cause, _, fix = str(exc).partition(" -> fix: ")
+        return [Finding("error", cause, fix)], python
     t0 = time.perf_counter()
     wheelhouse, no_index = envmod.wheelhouse_options(None, False)
     problems = envmod.resolve_for_target(text, target.python_version(), target.PLATFORM,

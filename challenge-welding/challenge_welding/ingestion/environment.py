@@ -556,7 +556,7 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
     py = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     install_log = workdir / "install.log"
     req_file = workdir / "evaluator-requirements.txt"
-    req_file.write_text(_absolute_includes(requirements, root))
+    req_file.write_text(safe_requirements(requirements, root))
     shim_args = [str(shim)] if shim else []
     pyname = f"{pyver[0]}.{pyver[1]}"
     offline = [] if getattr(sandbox, "install_network", True) else ["--offline"]
@@ -619,8 +619,9 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
             # 3. what the package itself declares (install_requires), wheels only
             declared = requires_dist(site) + [
                 r for d in sdists for r in requires_dist(_site_packages(env_dir), d)]
-            if declared:
-                (workdir / "declared.txt").write_text("\n".join(declared) + "\n")
+            if declared:  # written by setup.py: held to the same rules
+                (workdir / "declared.txt").write_text(safe_requirements(
+                    "\n".join(declared), root, "the package's Requires-Dist (setup.py)"))
                 _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
                                                               str(workdir / "declared.txt")],
                      install_log, timeout, "installing the dependencies setup.py declares",
@@ -628,7 +629,8 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
             (env_dir / ".complete").write_text(key)
     return Environment(python=str(py), pythonpath=[str(site)], kind=kind, key=key,
                        path=str(env_dir), cached=cached, notes=notes, interface=mode,
-                       installer=_installer_version(uv or [str(py), "-m", "pip"]))
+                       # the base interpreter's pip: the environment's python runs only confined
+                       installer=_installer_version(uv or [python, "-m", "pip"]))
 
 
 def _site_packages(env_dir: Path) -> Path:
@@ -722,15 +724,46 @@ def requires_dist(site: Path, sdist: Path | None = None) -> list[str]:
     return out
 
 
-def _absolute_includes(requirements: str, root: Path) -> str:
-    """``-r``/``-c`` lines made absolute: the evaluator's copy lives outside the submission."""
-    lines = []
-    for line in requirements.splitlines():
-        m = re.match(r"^\s*(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)\s*$", line)
-        if m and not os.path.isabs(m.group(2)):
-            line = f"{m.group(1)} {root / m.group(2)}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
+_INCLUDE = re.compile(r"^(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$")
+_INDEX = re.compile(r"^(-i|--index-url|--extra-index-url|-f|--find-links)\s*=?\s*(\S+)$")
+_DIRECT = re.compile(r"@\s*(\S+)")
+
+
+def safe_requirements(text: str, root: Path, where: str = "requirements.txt",
+                      depth: int = 0) -> str:
+    """The submission's requirements as the evaluator's uv may read them, ``-r``/``-c``
+    includes inlined. The evaluator's uv runs outside the sandbox and echoes what it cannot
+    parse into install.log, which the participant sees: it is handed no path outside the
+    submission (``-r /root/.ssh/id_rsa``), no local file or folder (``-f /etc``, ``x @
+    file:///...``), no option but an http(s) index; else one InstallError line names it."""
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        bad = None
+        include, index, direct = _INCLUDE.match(line), _INDEX.match(line), _DIRECT.search(line)
+        if include:
+            path = Path(os.path.realpath(root / include.group(2)))
+            if depth > 5 or not path.is_file() or not path.is_relative_to(os.path.realpath(root)):
+                bad = f"{include.group(1)} {include.group(2)} is not a file of the submission"
+            elif include.group(1) in ("-r", "--requirement"):
+                out.append(safe_requirements(path.read_text(errors="replace"), root,
+                                             path.name, depth + 1))
+                continue
+            else:  # constraints: the evaluator's uv gets them by name, inlined as requirements
+                bad = f"{include.group(1)} (constraints files) is not supported"
+        elif index:
+            if not index.group(2).startswith(("https://", "http://")):
+                bad = f"{index.group(1)} {index.group(2)}: only an http(s) index is accepted"
+        elif line.startswith("-"):
+            bad = f"the option {line.split()[0]} is not accepted by the evaluator"
+        elif direct and not direct.group(1).startswith(("https://", "http://")):
+            bad = f"{line}: only an http(s) URL is accepted after @"
+        if bad:
+            raise InstallError(f"{where} line {n}: {bad} -> fix: remove or change this line")
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _install_jail(sandbox, workdir: Path, write, read, python: str):
