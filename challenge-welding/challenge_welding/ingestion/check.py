@@ -205,6 +205,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
             return findings
         if isolation:
             log(f"resolving requirements.txt for the evaluator's target ({target.describe()})...")
+            given = python
             found, python = target_findings(root, python, log)
             if allow_source_builds:  # the organisers' evaluator builds these from source
                 for f in found:
@@ -219,9 +220,11 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
             here = python or sys.executable
             ver = ".".join(map(str, envmod.python_version(here)))
             if ver != target.python_version():
-                add(Finding("warning", f"installed and ran on Python {ver} ({here}): no Python "
-                                       f"{target.python_version()} was found here, so for the "
-                                       "evaluator's Python requirements.txt was only resolved",
+                why = (f"--python, not the evaluator's {target.python_version()}, for which" if given
+                       else f"no Python {target.python_version()} was found here, so for the "
+                            "evaluator's Python")
+                add(Finding("warning", f"installed and ran on Python {ver} ({here}): {why} "
+                                       "requirements.txt was only resolved",
                             f"uv python install {target.python_version()} (or --python PATH) "
                             "to install and run it on the evaluator's Python"))
         data = synthetic_input(work / "input_data", n=n_images)
