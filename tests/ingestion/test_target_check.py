@@ -196,7 +196,10 @@ def test_check_submission_runs_without_linux_confinement_and_says_so(tmp_path, e
                      "or opening a connection fails"], out
     assert "NO SANDBOX" not in out
     assert "predict() ran on 4 images; valid outputs" in out
-    assert out.rstrip().endswith("0 error(s), 1 warning(s) - ready to upload")
+    # a loaded machine may exceed the time budget (a warning): the only other one allowed
+    others = [ln for ln in out.splitlines() if ln.startswith("[warning]") and "confine" not in ln]
+    assert all("exceeds the challenge's budget" in ln for ln in others), others
+    assert f"0 error(s), {1 + len(others)} warning(s) - ready to upload" in out
 
 
 def test_install_summary_weighs_time_and_warns_for_gpu_only_packages(tmp_path):
