@@ -334,8 +334,9 @@ def test_total_time_limit(tmp_path, input_data, env_cache):
 def test_install_failure_is_one_clear_line(tmp_path, input_data, env_cache):
     report, out = run(tmp_path, input_data, env_cache, requirements="numpy==0.0.1\n")
     assert report["status"] == "failed" and report["fault"]["stage"] == "install"
-    assert report["errors"][0].startswith("install: installing requirements.txt and the "
-                                          "submission failed (exit status")
+    assert report["errors"] == ["install: installing requirements.txt: there is no version of "
+                                "numpy==0.0.1 -> fix: change requirements.txt so that it resolves "
+                                "(uv pip compile requirements.txt shows why)"]
     assert "numpy==0.0.1" in report["fault"]["traceback"]  # the installer's own words
     assert (out / "install.log").is_file() and not list(out.glob("*.parquet"))
 

@@ -62,6 +62,11 @@ def attempt():
 def submission(tmp_path, body="", targets=None, setup=SETUP_PY):
     targets = targets or {}
     comp = attack(body or "pass")
+    # participant code inherits no variable of ours (environment.participant_env): the marker
+    # that finds survivors (fixture `marker`) is set by the submission itself, in each process
+    if os.environ.get("CW_SANDBOX_TEST_MARKER"):
+        plant = f"import os\nos.environ['CW_SANDBOX_TEST_MARKER'] = {os.environ['CW_SANDBOX_TEST_MARKER']!r}\n"
+        comp, setup = plant + comp, plant + setup
     return make_submission(tmp_path / "sub", comp, setup=setup,
                            manifest="include challenge_solution/targets.json\n",
                            extra={"challenge_solution/targets.json": json.dumps(targets),

@@ -17,7 +17,7 @@ import threading
 
 from challenge_welding import __version__
 from challenge_welding.commands import (
-    build_sets, bundle, calibrate, check_submission, demo, dry_run, evaluate, ingest, leaderboard, rehearse, score,
+    build_sets, bundle, cache, calibrate, check_submission, demo, dry_run, evaluate, ingest, leaderboard, rehearse, score,
     synth,
     virtual,
 )
@@ -38,6 +38,7 @@ COMMANDS = {
     "bundle": bundle,
     "dry-run": dry_run,
     "rehearse": rehearse,
+    "cache": cache,
 }
 
 

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from challenge_welding.commands.check_submission import add_environment_arguments
 from challenge_welding.contract.errors import exit_status_help
 from challenge_welding.contract.names import KPI_KEYS
 
@@ -19,6 +20,7 @@ def add_arguments(parser):
     parser.add_argument("--batch-size", type=int, default=10, help="images per predict() call")
     parser.add_argument("--no-isolation", action="store_true",
                         help="developers: run the folder in this environment, no install")
+    add_environment_arguments(parser)
     parser.add_argument("--no-draws", action="store_true",
                         help="do not write the per-resample values OUT.draws.npz (used by `leaderboard` "
                              "for paired significance)")
@@ -29,7 +31,9 @@ def run(args):
     from challenge_welding.flows.evaluate import evaluate
 
     scores = evaluate(args.submission, args.data, args.output, batch_size=args.batch_size,
-                      isolation=not args.no_isolation, draws=not args.no_draws)
+                      isolation=not args.no_isolation, draws=not args.no_draws,
+                      cache_dir=args.env_cache, python=args.python,
+                      allow_source_builds=args.allow_source_builds)
     print(f"score {scores['score']:.2f}   " + "  ".join(f"{k} {scores[k]:.3f}" for k in KPI_KEYS))
     print(f"written: {Path(args.output) / 'scores.json'}, {Path(args.output) / 'detailed_results.html'}")
     return 0

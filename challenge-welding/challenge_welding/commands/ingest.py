@@ -48,6 +48,9 @@ def add_arguments(parser):
                         help="extra folder of wheels to install from (pip/uv --find-links)")
     parser.add_argument("--no-index", action="store_true",
                         help="install only from --wheelhouse (workers without internet)")
+    parser.add_argument("--allow-source-builds", action="store_true",
+                        help="a pinned dependency without a wheel is built from its source "
+                             "(fetched by the evaluator, built offline in the sandbox)")
     parser.add_argument("--batch-timeout", type=float, default=600.0, metavar="S",
                         help="seconds allowed per predict() call (default 600)")
     parser.add_argument("--total-timeout", type=float, default=None, metavar="S",
@@ -93,7 +96,8 @@ def run(args):
         args.submission, args.input_data, args.output, batch_size=args.batch_size,
         device=args.device, sets=args.sets, isolation=not args.no_isolation,
         installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
-        no_index=args.no_index, batch_timeout=args.batch_timeout,
+        no_index=args.no_index, allow_source_builds=args.allow_source_builds,
+        batch_timeout=args.batch_timeout,
         total_timeout=args.total_timeout, load_timeout=args.load_timeout,
         install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
         warmup=not args.no_warmup, progress=not args.no_progress,

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,9 +141,46 @@ def _manifest_findings(root: Path, site: Path) -> list[Finding]:
 
 
 # over 60 lines: the checks in the order a participant reads their findings
+def target_findings(root: Path, python: str | None, log=print) -> tuple[list[Finding], str | None]:
+    """The requirements resolved for the evaluator's target (contract/target.py), before any
+    install; and the interpreter to run on: ``python``, else one of the target's version at
+    hand, else None (this one runs, and a warning says what was only resolved)."""
+    from challenge_welding.contract import target
+    from challenge_welding.ingestion import environment as envmod
+
+    out = []
+    req = root / "requirements.txt"
+    text = req.read_text(errors="replace") if req.is_file() else ""
+    try:  # what the evaluator refuses to hand its installer
+        envmod.safe_requirements(text, root)
+    except envmod.InstallError as exc:
+        cause, _, fix = str(exc).partition(" -> fix: ")
+        return [Finding("error", cause, fix)], python
+    t0 = time.perf_counter()
+    wheelhouse, no_index = envmod.wheelhouse_options(None, False)
+    problems = envmod.resolve_for_target(text, target.python_version(), target.PLATFORM,
+                                         index=envmod._index_args(wheelhouse, no_index))
+    for p in problems:
+        out.append(Finding("warning" if p.ours else "error", p.cause, p.fix))
+    if not problems:
+        out.append(Finding("ok", f"requirements.txt resolves for the evaluator's target, "
+                                 f"{target.describe()}, wheels only "
+                                 f"({time.perf_counter() - t0:.1f} s)"))
+    if python is None:
+        python = envmod.find_target_python(target.python_version())
+    return out, python
+
+
+# over 60 lines: the checks in the order a participant reads their findings
 def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: int = 4,
-                     batch_size: int = 2, log=print) -> list[Finding]:
-    """Check a submission folder or zip; return the findings (also printed through ``log``)."""
+                     batch_size: int = 2, log=print, python: str | None = None,
+                     allow_source_builds: bool = False) -> list[Finding]:
+    """Check a submission folder or zip; return the findings (also printed through ``log``).
+
+    ``python``: the interpreter to install and run on (default: one of the evaluator's target
+    version when at hand, else this one, and a warning says so)."""
+    from challenge_welding.contract import target
+    from challenge_welding.ingestion import environment as envmod
     from challenge_welding.ingestion.run import ingest
 
     findings: list[Finding] = []
@@ -162,25 +201,58 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
         for f in _requirement_findings(root):
             add(f)
         if any(p.fatal for p in problems):
-            add(Finding("error", "not installed nor run: fix the errors above first"))
+            log("not installed nor run: fix the errors above first")  # no error of its own
             return findings
+        if isolation:
+            log(f"resolving requirements.txt for the evaluator's target ({target.describe()})...")
+            given = python
+            found, python = target_findings(root, python, log)
+            if allow_source_builds:  # the organisers' evaluator builds these from source
+                for f in found:
+                    if f.level == "error" and "has no wheel" in f.message:
+                        f.level = "warning"
+                        f.message += " (built from source: --allow-source-builds)"
+            for f in found:
+                add(f)
+            if any(f.level == "error" for f in found):
+                log("not installed nor run: fix the errors above first")  # no error of its own
+                return findings
+            here = python or sys.executable
+            ver = ".".join(map(str, envmod.python_version(here)))
+            if ver != target.python_version():
+                why = (f"--python, not the evaluator's {target.python_version()}, for which" if given
+                       else f"no Python {target.python_version()} was found here, so for the "
+                            "evaluator's Python")
+                add(Finding("warning", f"installed and ran on Python {ver} ({here}): {why} "
+                                       "requirements.txt was only resolved",
+                            f"uv python install {target.python_version()} (or --python PATH) "
+                            "to install and run it on the evaluator's Python"))
         data = synthetic_input(work / "input_data", n=n_images)
         log(f"installing and running the submission on {n_images} synthetic images "
             "(1920x1080 and 960x540) as the evaluator does...")
         report = ingest(path, data, work / "pred", cache_dir=cache_dir, isolation=isolation,
                         sets=["performance"], batch_size=batch_size, keep_workdir=True,
-                        progress=False, verbose=False)
+                        progress=False, verbose=False, python=python, install_progress=log,
+                        allow_source_builds=allow_source_builds)
+        ran = report.get("versions", {}).get("submission_python")
+        if ran:
+            add(Finding("ok", f"the submission ran on Python {ran}"
+                              + (f" ({python})" if python else f" ({sys.executable})")))
         for line in report["environment"].get("notes", []):
-            add(Finding("ok", line))  # which challenge-welding was installed, among others
+            # which challenge-welding was installed, the environment's size and time, ...
+            warn = line.startswith("warning: ")
+            add(Finding("warning" if warn else "ok", line.removeprefix("warning: ")))
         for err in report["errors"]:
             fault = report.get("fault") or {}
             lib = missing_system_library(err + "\n" + (fault.get("traceback") or ""))
             if lib:
                 add(missing_library_finding(lib, err))
                 continue
-            fix = {"install": "make `pip install -r requirements.txt && pip install .` work in "
-                              "a fresh virtual environment",
-                   "import": "make `from challenge_solution.AIComponent import MyAIComponent` "
+            if fault.get("stage") == "install":  # one line, cause first, its own fix
+                cause, _, fix = err.removeprefix("install: ").partition(" -> fix: ")
+                add(Finding("error", cause, fix))
+                continue
+            fix = {"import": "make `from challenge_solution.AIComponent import MyAIComponent` "
                              "work after installation",
                    "init": "make MyAIComponent() work without arguments",
                    "load_model": "load files through ROOT_PATH = Path(__file__).parent.resolve() "
@@ -195,6 +267,12 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
                 add(Finding("warning", w, "return exactly what the interface's docstring says"))
             elif w.startswith("the submission wrote"):
                 add(Finding("warning", w, "print less: the evaluation keeps a capped log"))
+            elif w.startswith("NO SANDBOX") and not sys.platform.startswith("linux"):
+                add(Finding("warning", f"this system ({sys.platform}) has no Linux confinement: "
+                                       "the submission ran unconfined here; the evaluator runs it "
+                                       "confined (Landlock, seccomp, no network), where writing "
+                                       "outside its temp folder, reading the evaluation data or "
+                                       "opening a connection fails"))
             elif w.startswith("NO SANDBOX"):  # sandbox.py: this kernel has no Landlock
                 add(Finding("warning", w, "the evaluation runs it confined (Landlock): a "
                                           "submission that writes outside its temp folder, "

@@ -33,6 +33,7 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.text import inert
 from challenge_welding.ingestion import child as proto
 from challenge_welding.ingestion import clock, reaper, wire
+from challenge_welding.ingestion.environment import participant_env
 from challenge_welding.ingestion.protocol import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
@@ -159,7 +160,8 @@ class Child:
         score only); ``max_processes``: the fork-storm cap of its group (0: none)."""
         # a socket pair, no name and no key: the child's end is passed as a descriptor
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
+        extra = extra_env or {}  # nothing of the caller's environment: its documented list
+        env = participant_env(extra.get("HOME", str(cwd)), extra.get("TMPDIR", str(cwd)))
         env.update({proto.ENV_FD: str(theirs.fileno()),
                     "PYTHONPATH": os.pathsep.join(pythonpath), "PYTHONUNBUFFERED": "1",
                     "PYTHONNOUSERSITE": "1", "PYTHONFAULTHANDLER": "1"})

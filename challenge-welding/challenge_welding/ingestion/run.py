@@ -69,6 +69,7 @@ DEFAULTS = dict(
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
     decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
+    python=None, allow_source_builds=False, install_progress=None,
 )
 # sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
 # child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
@@ -582,8 +583,10 @@ class Ingestion:
             env = envmod.prepare_environment(
                 root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
                 installer=opt["installer"], wheelhouse=opt["wheelhouse"],
-                no_index=opt["no_index"], timeout=opt["install_timeout"], log=log,
-                sandbox=self.box)
+                no_index=opt["no_index"], timeout=opt["install_timeout"],
+                log=log if not opt["install_progress"] else lambda s: (log(s), opt["install_progress"](s)),
+                sandbox=self.box, python=opt["python"],
+                allow_source_builds=opt["allow_source_builds"])
         except envmod.InstallError as exc:
             report.errors.append(f"install: {exc}".splitlines()[0])
             report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],

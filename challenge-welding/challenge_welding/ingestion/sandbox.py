@@ -42,7 +42,10 @@ import ctypes
 import errno
 import os
 import platform
-import resource
+try:
+    import resource
+except ImportError:  # Windows: no rlimits, and no confinement to apply them in
+    resource = None
 import site
 import struct
 import sys
@@ -455,11 +458,12 @@ class Sandbox:
             holes.append(sys.prefix)
         return cls(holes=holes, evaluator_read=[])
 
-    def install(self, write, read) -> Confinement:
+    def install(self, write, read, network: bool | None = None) -> Confinement:
         """For the install: ``write`` (the environment being built, caches, temp), ``read``
-        (the submission, wheelhouse, uv...). Network unless --no-network."""
+        (the submission, wheelhouse, uv...). Network unless --no-network or ``network`` False."""
+        net = self.install_network if network is None else network and self.install_network
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
-                     holes=self.holes, network=self.install_network, abi=self.abi)
+                     holes=self.holes, network=net, abi=self.abi)
         conf = Confinement(pol, max_processes=self.max_processes)
         self.installed = conf.describe()
         return conf

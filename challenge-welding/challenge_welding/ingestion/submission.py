@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import shutil
 import zipfile
@@ -124,7 +125,13 @@ def _component_problems(component: Path) -> list[Problem]:
                         "fix the syntax error")]
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     if CLASS_NAME not in classes:
-        return [Problem(f"{COMPONENT_FILE} defines no class {CLASS_NAME}",
+        near = difflib.get_close_matches(CLASS_NAME, list(classes), n=1, cutoff=0.6) \
+            or [c for c in classes if c.lower() == CLASS_NAME.lower()]
+        if near:  # a near miss: name what was found and what is looked for
+            return [Problem(f"{COMPONENT_FILE}: found class {near[0]}: the evaluator looks for "
+                            f"{CLASS_NAME}", f"rename class {near[0]} to {CLASS_NAME}")]
+        found = f" (it defines {', '.join(sorted(classes))})" if classes else ""
+        return [Problem(f"{COMPONENT_FILE} defines no class {CLASS_NAME}{found}",
                         f"name your component class {CLASS_NAME}")]
     cls = classes[CLASS_NAME]
     methods = {n.name: n for n in cls.body
