@@ -125,7 +125,7 @@ if libc.unshare(NEWNS) != 0:
 if libc.mount(None, b"/", None, REC | PRIVATE, None) != 0:
     fail("making the mounts private")
 if libc.mount(b"cw-handover", sys.argv[1].encode(), b"tmpfs", NOSUID | NODEV | NOEXEC,
-              b"huge=within_size,mode=0700") != 0:
+              b"huge=within_size,size=100%,mode=0700") != 0:
     fail("mount tmpfs")
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 socket.send_fds(socket.socket(fileno=int(sys.argv[2])), [b"k"], [fd])
@@ -208,6 +208,7 @@ class BatchBuffer:
         size = max(1, nbytes)
         kind = kind or ("file" if dirs is not None else handover_kind())
         self.ro = -1  # the read-only descriptor the child gets (file kinds)
+        self.mm: mmap.mmap | None = None
         if kind == "memfd":
             self.fd = os.memfd_create("cw-batch", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, size)
@@ -215,9 +216,9 @@ class BatchBuffer:
         elif kind == "tmpfs":
             self.fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600,
                               dir_fd=huge_folder())
-            self.ro = os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
             self.where = "tmpfs"
             try:
+                self.ro = os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
                 _reserve(self.fd, size)  # a full tmpfs: an error here, not a SIGBUS later
             except OSError:
                 self.close()
@@ -225,7 +226,7 @@ class BatchBuffer:
         else:
             self.fd, self.ro, self.where = _unlinked_file(size, dirs or buffer_dirs())
         self.kind, self.size, self.sealed = kind, size, False
-        self.mm: mmap.mmap | None = mmap.mmap(self.fd, size)
+        self.mm = mmap.mmap(self.fd, size)
         if kind == "memfd" and shmem_huge_setting() == "advise" and hasattr(self.mm, "madvise"):
             with contextlib.suppress(OSError):
                 self.mm.madvise(MADV_HUGEPAGE)
