@@ -237,6 +237,41 @@ def ingest_in(tree: Path, root: Path, data: Path, bs: int, memfd: bool = False) 
     return out["wall_s"], out["cpu_s"]
 
 
+def buffer_lifecycle(kind: str | None, rounds: int = 20) -> float:
+    """CPU seconds (this thread) per batch buffer of ten full-HD images: written whole (as
+    the decoders write it), then, for a fresh buffer, sealed, mapped copy-on-write and read
+    a byte per page (as the child would), and freed. ``kind`` None: the former way, one
+    buffer mapped and faulted once, then rewritten in place for every batch."""
+    import mmap
+
+    from challenge_welding.ingestion.protocol import BatchBuffer, layout
+
+    nbytes = layout([(1080, 1920)] * 10)[1]
+    image = np.full(nbytes, 90, np.uint8)
+    reused = BatchBuffer(nbytes, kind="memfd") if kind is None else None
+    if reused is not None:
+        np.ndarray(nbytes, np.uint8, buffer=reused.mm)[:] = 0  # prefilled: faulted once
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.thread_time()
+        buf = reused or BatchBuffer(nbytes, kind=kind)
+        np.ndarray(nbytes, np.uint8, buffer=buf.mm)[:] = image
+        if reused is None:
+            fd = buf.seal()
+            child = mmap.mmap(fd, buf.size, access=mmap.ACCESS_COPY)
+            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+            child.close()
+            buf.close()
+        else:  # the child mapped it shared and read it the same way
+            child = mmap.mmap(buf.fd, buf.size)
+            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+            child.close()
+        best = min(best, time.thread_time() - t0)
+    if reused is not None:
+        reused.close()
+    return best
+
+
 def before_after(args, root: Path, paths, workers: int) -> int:
     """(a) by the --before tree and by this one, interleaved, against the all-core decode."""
     here = Path(__file__).resolve().parent.parent
@@ -273,6 +308,14 @@ def before_after(args, root: Path, paths, workers: int) -> int:
           "(after/before): " + " ".join(
               f"{b / a:.3f}" for b, a in zip(runs[f"ingest (a), before ({before})"],
                                             runs["ingest (a), after"])))
+    from challenge_welding.ingestion import protocol
+
+    print("\nCPU per batch buffer of 10 full-HD images, write + child mapping + free, best of 20 "
+          "(ms): reused (before) " f"{1000 * buffer_lifecycle(None):.1f}; fresh memfd, 4 KiB "
+          f"pages {1000 * buffer_lifecycle('memfd'):.1f}" + (
+              f"; fresh private tmpfs, huge pages {1000 * buffer_lifecycle('tmpfs'):.1f}"
+              if protocol.huge_folder() is not None else
+              f"; no private tmpfs here ({protocol._huge['why']})"))
     c_before = min(cpu[f"ingest (a), before ({before})"])
     print(f"CPU per image (whole ingestion, start and prefill included), after / before: "
           f"{min(cpu['ingest (a), after']) / c_before:.3f}; 4 KiB memfds / before "

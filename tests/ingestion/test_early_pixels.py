@@ -17,16 +17,16 @@ Measured against main at ca5213d (buffers reused once a /proc scan found no hold
 root, sandbox on (Landlock ABI 7, seccomp), 16 images in 8 batches of 2, a decoded stock of
 2 batches (``decode_stock_mb=16``), no warm-up:
 
-- pipe + vmsplice: 4 of 16 images seen early (the kept pipe pages were reused);
-- splice from the descriptor into a pipe (read back with tee): 4 of 16;
-- io_uring registered buffers: 4 of 16 (io_uring_setup allowed by the sandbox);
-- the descriptor kept in flight in a socketpair: 4 of 16;
+- pipe + vmsplice: 10 of 16 images seen early (the pages kept in the pipe were reused);
+- splice from the descriptor into a pipe (read back with tee): 12 of 16;
+- io_uring registered buffers: 6 of 16 (io_uring_setup allowed by the sandbox);
+- the descriptor kept in flight in a socketpair: 6 of 16;
 - a forked holder keeping the mapping: 0 (the scan saw the mapping; nothing reused);
 - kept numpy views: 0 (the scan saw the mapping);
 - ftruncate(buffer, 0) after answering: the ingestion died of SIGBUS (exit -7, no
   ingestion.json) decoding a later batch into the truncated buffer;
-- pwrite over the buffer after answering: accepted (the run still ended ok: the buffer was
-  overwritten by the parent's next decode).
+- pwrite over the buffer after answering: accepted (the run still ended ok).
+The counts of early images vary with timing from run to run; only 0 passes.
 
 After (this version): 0 images early for each, the run ends ok, and ftruncate / write are
 refused by the kernel (a sealed memfd: EPERM; a read-only descriptor: EINVAL / EBADF).
@@ -118,6 +118,31 @@ class Spy(_Mmap):
 mmap.mmap = Spy
 
 
+class Pipe:
+    """Page references kept in a pipe (1 MiB: room for every hand-over's), read back
+    without consuming them: tee into a second pipe, read that one."""
+
+    def __init__(self):
+        import fcntl
+        self.r, self.w = os.pipe()
+        self.r2, self.w2 = os.pipe()
+        for fd in (self.r, self.w, self.r2, self.w2):
+            fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+        os.set_blocking(self.r2, False)
+        self.kept = []  # bytes put in, per reference
+
+    def peek(self):
+        total = sum(self.kept)
+        if not total:
+            return []
+        libc.tee(self.r, self.w2, total, 2)  # SPLICE_F_NONBLOCK: duplicates the references
+        try:
+            data = os.read(self.r2, total)
+        except BlockingIOError:
+            return []
+        return [data[i] for i in range(0, len(data), 3)]
+
+
 def address(mm):
     """The mapping's address (the ctypes export released at once: the mapping may go)."""
     c = ctypes.c_char.from_buffer(mm)
@@ -155,56 +180,35 @@ class MyAIComponent(AbstractAIComponent):
 HOLDS = {
     # the pages themselves in a pipe: vmsplice from the mapping, read back with tee + read
     "vmsplice": '''
-import fcntl
-import os
-from challenge_solution.probe import OFFSETS, address, libc, note
 import ctypes
+from challenge_solution.probe import OFFSETS, Pipe, address, libc, note
+
 
 class iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
-R, W = os.pipe()
-R2, W2 = os.pipe()
-for fd in (R, W, R2, W2):
-    fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ: room for every batch's pages
-os.set_blocking(R2, False)
-KEPT = []
+
+PIPE = Pipe()
+peek = PIPE.peek
 
 
 def keep(mm, fd, size):
     base = address(mm)
     iov = (iovec * 2)(*[iovec(base + o, 3) for o in OFFSETS])
-    n = libc.vmsplice(W, iov, 2, 0)
+    n = libc.vmsplice(PIPE.w, iov, 2, 0)
     if n < 0:
         note(f"vmsplice refused: errno {ctypes.get_errno()}")
         return
-    KEPT.append(n)
-
-
-def peek():
-    total = sum(KEPT)
-    if not total:
-        return []
-    libc.tee(R, W2, total, 2)  # SPLICE_F_NONBLOCK; duplicates the page references
-    try:
-        data = os.read(R2, total)
-    except BlockingIOError:
-        return []
-    return [data[i] for i in range(0, len(data), 3)]
+    PIPE.kept.append(n)
 ''',
     # splice from the descriptor: the file's pages in a pipe, no mapping, no descriptor left
     "splice": '''
 import ctypes
-import fcntl
 import os
-from challenge_solution.probe import OFFSETS, libc, note
+from challenge_solution.probe import OFFSETS, Pipe, libc, note
 
-R, W = os.pipe()
-R2, W2 = os.pipe()
-for fd in (R, W, R2, W2):
-    fcntl.fcntl(fd, 1031, 1 << 20)
-os.set_blocking(R2, False)
-KEPT = []
+PIPE = Pipe()
+peek = PIPE.peek
 
 
 def keep(mm, fd, size):
@@ -212,25 +216,13 @@ def keep(mm, fd, size):
     try:
         for o in OFFSETS:
             off = ctypes.c_longlong(o)
-            n = libc.splice(dup, ctypes.byref(off), W, None, 3, 0)
+            n = libc.splice(dup, ctypes.byref(off), PIPE.w, None, 3, 0)
             if n < 0:
                 note(f"splice refused: errno {ctypes.get_errno()}")
                 return
-            KEPT.append(n)
+            PIPE.kept.append(n)
     finally:
         os.close(dup)
-
-
-def peek():
-    total = sum(KEPT)
-    if not total:
-        return []
-    libc.tee(R, W2, total, 2)
-    try:
-        data = os.read(R2, total)
-    except BlockingIOError:
-        return []
-    return [data[i] for i in range(0, len(data), 3)]
 ''',
     # io_uring registered buffers: the pages pinned by a ring, read back with WRITE_FIXED
     "io_uring": '''
@@ -516,7 +508,7 @@ def held_ok(tmp_path, marked_data, env_cache, name):
 def test_references_the_proc_scan_cannot_see_show_no_later_batch(tmp_path, marked_data,
                                                                   env_cache, name):
     """Pages in a pipe (vmsplice; splice + tee) or the descriptor in flight in a socket: main
-    reused those buffers and showed 4 of 16 images early; now none."""
+    reused those buffers and showed 10, 12 and 6 of 16 images early; now none."""
     pred, log = held_ok(tmp_path, marked_data, env_cache, name)
     assert "refused" not in log and "failed" not in log, log
     assert early(pred) == 0, log
@@ -525,7 +517,7 @@ def test_references_the_proc_scan_cannot_see_show_no_later_batch(tmp_path, marke
 
 
 def test_io_uring_registered_buffers_show_no_later_batch(tmp_path, marked_data, env_cache):
-    """Pages pinned by an io_uring registration: 4 of 16 early on main (io_uring allowed);
+    """Pages pinned by an io_uring registration: 6 of 16 early on main (io_uring allowed);
     now none. Where the kernel or the sandbox refuses io_uring, the refusal is recorded."""
     pred, log = held_ok(tmp_path, marked_data, env_cache, "io_uring")
     assert early(pred) == 0, log
