@@ -466,12 +466,13 @@ def marked_data(tmp_path_factory):
     return root
 
 
-def attack(tmp_path, data, env_cache, hold: str) -> tuple[dict, pd.DataFrame | None, str, int]:
+def attack(tmp_path, data, env_cache, hold: str,
+           component: str = COMPONENT.format()) -> tuple[dict, pd.DataFrame | None, str, int]:
     """Install and run the probe with ``hold`` through `ingest` in a process of its own (an
     attack may kill it): (ingestion.json or {}, performance.parquet or None, the submission's
     log, the exit status)."""
     probe = PROBE.format(n=N_IMAGES, level0=LEVEL0, step=STEP, image_bytes=IMAGE_BYTES)
-    sub = make_submission(tmp_path / "sub", COMPONENT.format(),
+    sub = make_submission(tmp_path / "sub", component,
                           extra={"challenge_solution/probe.py": probe,
                                  "challenge_solution/hold.py": textwrap.dedent(hold)})
     out = tmp_path / "pred"
@@ -553,3 +554,43 @@ def test_cutting_or_writing_a_handed_over_buffer_is_refused_and_harmless(
     lines = [x for x in log.splitlines() if x.startswith(f"probe: {how}")]
     assert lines and all(f"{how} refused: errno" in x for x in lines), log
     assert early(pred) == 0
+
+
+NO_HOLD = "def keep(mm, fd, size):\n    pass\n\n\ndef peek():\n    return []\n"
+
+# Writes into every image it is handed (allowed: the arrays are the component's) and keeps
+# them; each call checks that the kept images still hold its own writes and that the new
+# ones arrive as decoded. Any difference fails the run.
+IN_PLACE = '''
+import numpy as np
+from challenge_welding.ai_component_interface import AbstractAIComponent
+from challenge_solution import probe
+
+
+class MyAIComponent(AbstractAIComponent):
+    def load_model(self, config_file=None):
+        self.kept = []
+
+    def predict(self, input_images, images_meta_informations, device="cuda"):
+        for img, mine in self.kept:
+            assert np.array_equal(img, mine), "a kept image changed"
+        for img in input_images:
+            k = probe.image_of(int(img[0, 0, 0]))
+            assert k is not None and int(img.max()) - int(img.min()) <= 3, "not as decoded"
+            img += 1  # in place, in the component's own copy of the pages
+            img[0, 0] = 250
+            self.kept.append((img, img.copy()))
+        n = len(input_images)
+        return {"predictions": ["OK"] * n, "probabilities": [[0.0, 1.0, 0.0]] * n,
+                "OOD_scores": [0.0] * n}
+'''
+
+
+def test_a_component_may_write_into_its_images_and_keep_them(tmp_path, marked_data,
+                                                             env_cache):
+    """Copy-on-write (child.py maps MAP_PRIVATE): in-place edits work and stay the
+    component's; kept images never change; later batches arrive as decoded."""
+    report, pred, log, code = attack(tmp_path, marked_data, env_cache, NO_HOLD,
+                                     component=IN_PLACE)
+    assert code == 0 and report.get("status") == "ok", (code, report.get("errors"), log)
+    assert len(pred) == N_IMAGES
