@@ -38,8 +38,9 @@ one per batch, sealed or read-only, that the parent never writes again (protocol
 the child maps it copy-on-write (MAP_PRIVATE: a component may modify its input arrays in
 place, in its own copy of the pages it touches) and wraps the images in numpy views, no
 copy. A mapping is never closed here: it lives as long as a view on it does, and its
-bytes never change, so images the submission keeps stay valid. "ping" runs the same path without calling
-predict(): the parent times it to state the hand-over's own cost. "seconds" is
+bytes never change, so images the submission keeps stay valid. "ping" runs the same
+path without calling predict(): the parent times it to state the hand-over's own cost.
+"seconds" is
 the child's own clock, a diagnostic only: the scored time is measured by the
 parent, out of the submission's reach.
 """

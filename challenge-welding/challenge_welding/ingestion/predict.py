@@ -80,7 +80,8 @@ def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> Bat
     return buffer
 
 
-def handover(child: Child, msg: dict, buffer: BatchBuffer, timeout: float | None, what: str, limit: str = "the per-batch time limit"):
+def handover(child: Child, msg: dict, buffer: BatchBuffer, timeout: float | None, what: str,
+             limit: str = "the per-batch time limit"):
     """Child.handover of a sealed buffer (sealed here if it is not yet, before the clock);
     then the buffer is closed on our side, never written or reused: whatever the submission
     kept of it shows this batch only."""

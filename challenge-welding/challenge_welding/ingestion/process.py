@@ -273,8 +273,9 @@ class Child:
         The clock runs from just before the message leaves to just after the answer
         (header and arrays) arrives: the child's own clock plays no part. The maps follow
         the answer, outside the clock. Returns once the child said it dropped its own
-        references ("idle"); the buffer stays the caller's (predict.handover closes it). The answer:
-        {"output": dict with the arrays, "seconds", "ignored", "error", "maps", "maps_error"}.
+        references ("idle"); the buffer stays the caller's (predict.handover closes it).
+        The answer: {"output": dict with the arrays, "seconds", "ignored", "error", "maps",
+        "maps_error"}.
         """
         self._what = what
         ident, nonce = msg["id"], secrets.token_hex(8)  # fresh per hand-over: no early answer
