@@ -144,3 +144,4 @@ def test_ingest_makes_the_first_stock_while_the_child_starts_even_with_mixed_res
     # (one stock) three; nothing is reused once handed over, so 7 made and 4 spares used
     buffers = report["integrity"]["buffers"]
     assert (buffers["made"], buffers["spares_used"]) == (7, 4), buffers
+    assert buffers["kind"] in ("tmpfs", "memfd"), buffers  # Linux: never the file fallback
