@@ -1,6 +1,7 @@
 """Ingestion throughput and timing fairness on full-HD JPEGs, against baselines of the same run.
 
     python benchmarks/ingestion.py [--n 200] [--batch-size 10] [--repeat 3] [--keep DIR]
+                                   [--before TREE [--handover-only]]
 
 Figures:
   decode-all-cores   raw cv2 decode of the N files on all cores (a thread pool; cv2 releases
@@ -20,6 +21,11 @@ answer) against the same component's per-image time measured alone, in this proc
 the same decoded images; with --exclusive-predict none for comparison (decoding then
 competes for the 2 cores). Hand-over overhead: the ingestion's own measurement of a round
 trip without predict() (ingestion.json timings.handover_overhead_s), per image.
+Before/after (--before TREE, a checkout of another version, e.g. main): (a) run by TREE's
+code and by this tree's, each in a process of its own with the same harness, interleaved
+in one run; this tree's also with the hand-over forced to 4 KiB-page memfds (what it does
+where no private huge-page tmpfs can be mounted). Goal: after / before >= 0.95 in
+throughput. --handover-only skips every other figure.
 Goals: (a) >= 90 % of the all-core decode->RGB throughput (against the fastest decode;
 the ratio against imdecode + BGR->RGB is printed too); (b) median measured time within
 5 % of the alone-measured one.
@@ -33,7 +39,9 @@ and no warm-up call.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -194,12 +202,137 @@ def run_ingest(root: Path, data: Path, cpu: float, batch_size: int, **opts) -> d
     return timings
 
 
+# One `ingest` (a) in a process of its own, in a tree's environment (another tree's for
+# "before"); prints the performance set's wall time.
+ONE_INGEST = r"""
+import json, sys
+from pathlib import Path
+cfg = json.loads(sys.argv[1])
+if cfg["memfd"]:  # the fallback where no private huge-page tmpfs can be mounted
+    from challenge_welding.ingestion import protocol
+    protocol._huge.update(fd=None, why="forced by the benchmark")
+sys.path.insert(0, cfg["bench"])
+from ingestion import run_ingest
+t = run_ingest(Path(cfg["root"]), Path(cfg["data"]), 0.0, cfg["bs"])
+import resource
+a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime  # the ingestion and its child
+print(json.dumps({"wall_s": t["wall_s"], "cpu_s": cpu}))
+"""
+
+
+def ingest_in(tree: Path, root: Path, data: Path, bs: int, memfd: bool = False) -> tuple:
+    """The performance set's wall seconds of `ingest` (a), run by ``tree``'s package in
+    ``tree``'s own environment (``make setup``: .venv, the package installed editable)."""
+    python = tree / ".venv" / "bin" / "python"
+    if not python.exists():
+        raise RuntimeError(f"{python} is missing: run `make setup` in {tree}")
+    cfg = {"root": str(root), "data": str(data), "bs": bs, "memfd": memfd,
+           "bench": str(Path(__file__).resolve().parent)}
+    proc = subprocess.run([str(python), "-c", ONE_INGEST, json.dumps(cfg)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ingest by {tree} failed: {proc.stderr.strip()[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["wall_s"], out["cpu_s"]
+
+
+def buffer_lifecycle(kind: str | None, rounds: int = 20) -> float:
+    """CPU seconds (this thread) per batch buffer of ten full-HD images: written whole (as
+    the decoders write it), then, for a fresh buffer, sealed, mapped copy-on-write and read
+    a byte per page (as the child would), and freed. ``kind`` None: the former way, one
+    buffer mapped and faulted once, then rewritten in place for every batch."""
+    import mmap
+
+    from challenge_welding.ingestion.protocol import BatchBuffer, layout
+
+    nbytes = layout([(1080, 1920)] * 10)[1]
+    image = np.full(nbytes, 90, np.uint8)
+    reused = BatchBuffer(nbytes, kind="memfd") if kind is None else None
+    if reused is not None:
+        np.ndarray(nbytes, np.uint8, buffer=reused.mm)[:] = 0  # prefilled: faulted once
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.thread_time()
+        buf = reused or BatchBuffer(nbytes, kind=kind)
+        np.ndarray(nbytes, np.uint8, buffer=buf.mm)[:] = image
+        if reused is None:
+            fd = buf.seal()
+            child = mmap.mmap(fd, buf.size, access=mmap.ACCESS_COPY)
+            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+            child.close()
+            buf.close()
+        else:  # the child mapped it shared and read it the same way
+            child = mmap.mmap(buf.fd, buf.size)
+            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+            child.close()
+        best = min(best, time.thread_time() - t0)
+    if reused is not None:
+        reused.close()
+    return best
+
+
+def before_after(args, root: Path, paths, workers: int) -> int:
+    """(a) by the --before tree and by this one, interleaved, against the all-core decode."""
+    here = Path(__file__).resolve().parent.parent
+    before = Path(args.before).resolve()
+    runs: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # CPU seconds of the whole ingestion process and its child
+    for r in range(args.repeat):
+        for name, fn in (
+                ("decode->RGB in place, all cores",
+                 lambda: (decode_all_cores_into(paths, workers), float("nan"))),
+                (f"ingest (a), before ({before})",
+                 lambda: ingest_in(before, root / f"before{r}", root / "input_data",
+                                   args.batch_size)),
+                ("ingest (a), after", lambda: ingest_in(here, root / f"after{r}",
+                                                        root / "input_data", args.batch_size)),
+                ("ingest (a), after, 4 KiB memfds",
+                 lambda: ingest_in(here, root / f"memfd{r}", root / "input_data",
+                                   args.batch_size, memfd=True))):
+            wall, cpu_s = fn()
+            runs.setdefault(name, []).append(wall)
+            cpu.setdefault(name, []).append(cpu_s)
+    n = args.n
+    best = {k: min(v) for k, v in runs.items()}
+    t_dec = best["decode->RGB in place, all cores"]
+    print(f"\n{'':50s} {'wall s':>7s} {'img/s':>7s} {'/decode':>8s} {'CPU ms/img':>10s}"
+          "   all runs (s)")
+    for name, t in best.items():
+        print(f"{name[:50]:50s} {t:7.2f} {n / t:7.1f} {t_dec / t:8.1%} "
+              f"{1000 * min(cpu[name]) / n:10.1f}   " + " ".join(f"{x:.2f}" for x in runs[name]))
+    t_before = best[f"ingest (a), before ({before})"]
+    ratio = t_before / best["ingest (a), after"]
+    print(f"\nafter / before throughput = {ratio:.3f} (goal >= 0.95); 4 KiB memfds / before "
+          f"= {t_before / best['ingest (a), after, 4 KiB memfds']:.3f}; pairs of one round "
+          "(after/before): " + " ".join(
+              f"{b / a:.3f}" for b, a in zip(runs[f"ingest (a), before ({before})"],
+                                            runs["ingest (a), after"])))
+    from challenge_welding.ingestion import protocol
+
+    print("\nCPU per batch buffer of 10 full-HD images, write + child mapping + free, best of 20 "
+          "(ms): reused (before) " f"{1000 * buffer_lifecycle(None):.1f}; fresh memfd, 4 KiB "
+          f"pages {1000 * buffer_lifecycle('memfd'):.1f}" + (
+              f"; fresh private tmpfs, huge pages {1000 * buffer_lifecycle('tmpfs'):.1f}"
+              if protocol.huge_folder() is not None else
+              f"; no private tmpfs here ({protocol._huge['why']})"))
+    c_before = min(cpu[f"ingest (a), before ({before})"])
+    print(f"CPU per image (whole ingestion, start and prefill included), after / before: "
+          f"{min(cpu['ingest (a), after']) / c_before:.3f}; 4 KiB memfds / before "
+          f"{min(cpu['ingest (a), after, 4 KiB memfds']) / c_before:.3f}")
+    return 0 if ratio >= 0.95 else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--batch-size", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept")
     ap.add_argument("--keep", default=None, help="keep the images in this folder")
+    ap.add_argument("--before", default=None,
+                    help="a checkout of another version (e.g. main): (a) by its code and ours")
+    ap.add_argument("--handover-only", action="store_true",
+                    help="with --before: only the decode and the before/after ingestions")
     args = ap.parse_args(argv)
     root = Path(args.keep or tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     workers = default_workers()
@@ -210,6 +343,8 @@ def main(argv=None) -> int:
         print(f"{args.n} JPEGs 1920x1080 ({mb / args.n:.2f} MB each) made in "
               f"{time.perf_counter() - t0:.1f} s; {workers} cores; batch size {args.batch_size}")
         decode_all_cores(paths[:20], workers, True)  # warm the page cache and cv2
+        if args.before and args.handover_only:
+            return before_after(args, root, paths, workers)
         data = root / "input_data"
         runs: dict[str, list[float]] = {}
         cpu: dict[str, list[float]] = {}
@@ -292,6 +427,8 @@ def main(argv=None) -> int:
         print(f"hand-over overhead (round trip without predict, batch of {bs} full-HD images): "
               f"{1000 * ovh * bs:.3f} ms per batch = {1000 * ovh:.4f} ms per image")
         ok = ratio_a >= 0.9 and ratio_b <= 1.05
+        if args.before:
+            ok = before_after(args, root, paths, workers) == 0 and ok
         print("goals met" if ok else "goal(s) missed")
         return 0 if ok else 1
     finally:

@@ -34,10 +34,13 @@ over (ingestion/wire.py). "nonce" is fresh per hand-over, so an answer written
 before its batch was handed over cannot carry it.
 
 Images arrive in a nameless memory file written by the parent (RGB uint8 HxWx3),
-one per batch; the child maps it and wraps the images in numpy views, no copy. A
-mapping is never closed here: it lives as long as a view on it does, so images
-the submission keeps stay valid. "ping" runs the same path without calling
-predict(): the parent times it to state the hand-over's own cost. "seconds" is
+one per batch, sealed or read-only, that the parent never writes again (protocol.py);
+the child maps it copy-on-write (MAP_PRIVATE: a component may modify its input arrays in
+place, in its own copy of the pages it touches) and wraps the images in numpy views, no
+copy. A mapping is never closed here: it lives as long as a view on it does, and its
+bytes never change, so images the submission keeps stay valid. "ping" runs the same
+path without calling predict(): the parent times it to state the hand-over's own cost.
+"seconds" is
 the child's own clock, a diagnostic only: the scored time is measured by the
 parent, out of the submission's reach.
 """
@@ -338,8 +341,8 @@ def main():  # over 60 lines: the child's whole life, in the order its messages 
         if msg["op"] == OP_STOP:
             break
         fd = reader.fds.pop(0)
-        try:
-            mm = mmap.mmap(fd, msg["size"])  # the mapping outlives the descriptor
+        try:  # copy-on-write: a sealed, read-only buffer; in-place edits stay ours
+            mm = mmap.mmap(fd, msg["size"], access=mmap.ACCESS_COPY)  # outlives the descriptor
         finally:
             os.close(fd)
         # views keep the mapping alive (their base); nothing here ever closes it
@@ -351,7 +354,7 @@ def main():  # over 60 lines: the child's whole life, in the order its messages 
         elif _answer(sock, msg, component, images, accepts_device, time) is not None:
             return 1
         # Our references go after the answer and before "idle": if the submission keeps
-        # none, the batch's memory is freed by the parent, outside any timed call.
+        # none, the batch's memory is freed here, outside any timed call.
         del images, mm
         send(sock, {"op": OP_IDLE, "id": msg["id"], "nonce": msg["nonce"]})
     return 0

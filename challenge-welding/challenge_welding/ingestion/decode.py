@@ -151,6 +151,7 @@ class PlannedBatch:
             self.cancel()
             raise
         if self.buffer is not None and all(g is None for g in got):
+            self.buffer.seal()  # written: read-only for good, before any hand-over
             return DecodedBatch(self.index, self.buffer, self.items)
         # the rare way: sizes unknown or wrong; copy what is in place, then what is not
         images = [g if g is not None else self.buffer.view(*self.items[k])
@@ -161,17 +162,18 @@ class PlannedBatch:
             buffer.view(off, h, w)[:] = im
         del images
         self.cancel()  # the first buffer, if any, back to the pool
+        buffer.seal()
         return DecodedBatch(self.index, buffer, items)
 
     def cancel(self) -> None:
-        """Give the buffer back unused once no decode writes into it any more."""
+        """Give the buffer back unused (it never crossed) once no decode writes into it."""
         for f in self.futures:
             f.cancel()
         for f in self.futures:
             if not f.cancelled():
                 f.exception()  # waits for a running decode to leave the buffer
         if self.buffer is not None:
-            self.pool.give_back(self.buffer, held=False)
+            self.pool.give_back(self.buffer)
             self.buffer = None
 
 
@@ -187,9 +189,9 @@ class Prefetcher:
 
     Images are decoded one per task on ``workers`` threads, in batch order, so that even
     the first batch uses every core, each into its own place in its batch's buffer (a
-    buffer of ``pool``). The consumer owns each yielded batch's buffer (hands it over,
-    then gives it back or closes it); at most ``lookahead`` batches wait decoded, so the
-    memory held is bounded.
+    fresh buffer of ``pool``, sealed once written. The consumer owns each yielded batch's
+    buffer (hands it over, then closes it: never reused); at most ``lookahead`` batches
+    wait decoded, so the memory held is bounded.
 
     With ``ahead=False`` (bursts) nothing decodes while the consumer holds a batch: once
     the stock of decoded batches is used up and the consumer asks for the next one, a
@@ -266,5 +268,5 @@ class Prefetcher:
             planned.cancel()
         self.pending.clear()
         self.executor.shutdown(wait=True, cancel_futures=True)
-        while self.ready:
-            self.pool.give_back(self.ready.popleft().buffer, held=False)
+        while self.ready:  # decoded and sealed, never handed over: closed
+            self.ready.popleft().buffer.close()

@@ -15,6 +15,11 @@ all-core rate. The stock's pixels sit in nameless buffers whose descriptors have
 not left our (non-dumpable) process: the submission cannot reach a batch before
 its hand-over. Elsewhere decoding overlaps predict() to keep the run short.
 
+Buffers. Every batch is decoded into a fresh buffer that never left our process and is
+sealed before its hand-over; once handed over, a buffer is closed on our side and never
+written or reused (protocol.py): whatever the submission keeps of it, it holds only the
+batch it was handed.
+
 Warm-up. Before the first timed call, one untimed call on a synthetic batch
 (noise images with the first batch's shapes and metadata) leaves lazy
 initialisation out of the times; its answer is discarded. It shows no evaluation
@@ -37,7 +42,7 @@ import numpy as np
 
 from challenge_welding.ingestion.decode import DecodeStats, Prefetcher
 from challenge_welding.ingestion.process import Child, ChildFault
-from challenge_welding.ingestion.protocol import BatchBuffer, BufferPool, layout
+from challenge_welding.ingestion.protocol import STEP, BatchBuffer, BufferPool, layout
 from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
 from challenge_welding.scoring.explainability_io import MapsWriter
 from challenge_welding.scoring.metrics import time_percentile
@@ -73,19 +78,20 @@ def synthetic_buffer(pool: BufferPool, items, nbytes: int, seed: int = 0) -> Bat
     rng = np.random.default_rng(seed)
     for off, h, w in items:
         buffer.view(off, h, w)[:] = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    buffer.seal()
     return buffer
 
 
-def handover(child: Child, pool: BufferPool, msg: dict, buffer: BatchBuffer,
-             timeout: float | None, what: str, limit: str = "the per-batch time limit"):
-    """Child.handover, then the buffer back to the pool (reused later only if not held)."""
+def handover(child: Child, msg: dict, buffer: BatchBuffer, timeout: float | None, what: str,
+             limit: str = "the per-batch time limit"):
+    """Child.handover of a sealed buffer (sealed here if it is not yet, before the clock);
+    then the buffer is closed on our side, never written or reused: whatever the submission
+    kept of it shows this batch only."""
     try:
-        res, seconds = child.handover(msg, buffer, timeout, what, limit)
-    except BaseException:
+        buffer.seal()
+        return child.handover(msg, buffer, timeout, what, limit)
+    finally:
         buffer.close()
-        raise
-    pool.hand_back(buffer)
-    return res, seconds
 
 
 def handover_overhead(child: Child, pool: BufferPool, items, timeout: float | None,
@@ -93,11 +99,17 @@ def handover_overhead(child: Child, pool: BufferPool, items, timeout: float | No
     """Median seconds of a hand-over round trip of a batch laid out as ``items``, without
     predict(): message, descriptor, mapping, views, answer."""
     nbytes = layout([(h, w) for _off, h, w in items])[1]
+    # one buffer for every round: it holds no pixel (never written) and is sealed before
+    # the first, so handing it over again shows nothing; its pages are never touched
+    buffer = BatchBuffer(max(1, -(-nbytes // STEP) * STEP), pool.dirs, pool.kind)
     seconds = []
-    for i in range(rounds):
-        buffer = pool.take(nbytes)
-        msg = batch_message("ping", -1 - i, items, buffer.size, [], None)
-        seconds.append(handover(child, pool, msg, buffer, timeout, "a hand-over check")[1])
+    try:
+        buffer.seal()
+        for i in range(rounds):
+            msg = batch_message("ping", -1 - i, items, buffer.size, [], None)
+            seconds.append(child.handover(msg, buffer, timeout, "a hand-over check")[1])
+    finally:
+        buffer.close()
     return float(np.median(seconds))
 
 
@@ -106,7 +118,7 @@ def warm_up(child: Child, pool: BufferPool, msg: dict, what: str, timeout: float
     """The untimed warm-up call on noise shaped like ``msg``'s batch; returns its seconds."""
     t0 = time.perf_counter()
     buffer = synthetic_buffer(pool, msg["images"], msg["size"])
-    handover(child, pool, {**msg, "id": -1, "size": buffer.size}, buffer, timeout,
+    handover(child, {**msg, "id": -1, "size": buffer.size}, buffer, timeout,
              f"the warm-up call before {what}", limit)
     return time.perf_counter() - t0
 
@@ -190,7 +202,7 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
             except BaseException:
                 batch.buffer.close()  # not handed over: ours to free
                 raise
-            res, seconds = handover(child, pool, msg, batch.buffer, *_with_what(timeout, what))
+            res, seconds = handover(child, msg, batch.buffer, *_with_what(timeout, what))
             v = _validated(res, b_ids, notes, what)
             if res["maps"] is not None:
                 maps.add(b_ids, res["maps"])

@@ -280,8 +280,9 @@ class Child:
         The clock runs from just before the message leaves to just after the answer
         (header and arrays) arrives: the child's own clock plays no part. The maps follow
         the answer, outside the clock. Returns once the child said it dropped its own
-        references ("idle"); the buffer stays the caller's (see holds). The answer:
-        {"output": dict with the arrays, "seconds", "ignored", "error", "maps", "maps_error"}.
+        references ("idle"); the buffer stays the caller's (predict.handover closes it).
+        The answer: {"output": dict with the arrays, "seconds", "ignored", "error", "maps",
+        "maps_error"}.
         """
         self._what = what
         ident, nonce = msg["id"], secrets.token_hex(8)  # fresh per hand-over: no early answer
@@ -317,18 +318,6 @@ class Child:
                 self.kill()
                 raise fault
         return answer, seconds
-
-    def holds(self, buffer: BatchBuffer) -> bool:
-        """Whether a process of the submission still maps the buffer or holds its descriptor."""
-        return buffer.ident in self.held([buffer.ident])
-
-    def held(self, idents) -> set:
-        """Which of the buffers ``idents`` a process of the submission still maps or holds a
-        descriptor of (one /proc pass for all)."""
-        if not sys.platform.startswith("linux"):
-            return set(idents)  # cannot tell: never reuse them
-        return reaper.held(idents, reaper.submission_pids(self.proc.pid, self._since,
-                                                          self._before))
 
     def can_ptrace(self) -> bool:
         """Whether the child could read the evaluator's memory and descriptors (CAP_SYS_PTRACE

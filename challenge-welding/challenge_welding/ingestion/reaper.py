@@ -227,42 +227,6 @@ def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
     return len(killed)
 
 
-def holds(ident: tuple[int, int], pids) -> bool:
-    """Whether any of ``pids`` maps the file ``ident`` (st_dev, st_ino) or has a descriptor
-    of it. Unreadable /proc entries count as holding it (the safe answer)."""
-    return bool(held([ident], pids))
-
-
-def held(idents, pids) -> set:
-    """Which of the files ``idents`` (st_dev, st_ino) one of ``pids`` maps or has a
-    descriptor of: one pass over each process's maps and descriptors for all of them.
-    An unreadable /proc entry counts as holding them all (the safe answer)."""
-    wanted = {(f"{os.major(dev):02x}:{os.minor(dev):02x}".encode(), str(ino).encode()): (dev, ino)
-              for dev, ino in idents}
-    by_stat = set(wanted.values())
-    found: set = set()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/maps", "rb") as fh:
-                for line in fh:
-                    fields = line.split(None, 5)
-                    if len(fields) >= 5 and (fields[3], fields[4]) in wanted:
-                        found.add(wanted[fields[3], fields[4]])
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except FileNotFoundError:
-            continue  # the process has ended
-        except OSError:
-            return by_stat
-        for fd in fds:
-            try:
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue  # closed meanwhile, or not a file
-            if (st.st_dev, st.st_ino) in by_stat:
-                found.add((st.st_dev, st.st_ino))
-    return found
-
-
 # -- the submission's process group ---------------------------------------------------------
 # The sandbox's preexec makes the submission's first process a group leader and its seccomp
 # filter refuses setsid/setpgid, so every process the submission ever starts (install or

@@ -658,9 +658,9 @@ class Ingestion:
             ahead = stock_bytes > 0 and not child.can_ptrace()
             self.report.integrity["decode_ahead"] = ahead
             self.stock_bytes = stock_bytes if ahead else 0
-            # room to reuse a whole stock's buffers: fresh memfd pages cost as much as decoding
-            self.pool = BufferPool(keep=workers + 3 + self.stock_bytes // (8 << 20),
-                                   held=child.held)
+            # spares for the first stock, made while the child loads (buffers are never
+            # reused once handed over: protocol.py)
+            self.pool = BufferPool(keep=workers + 3 + self.stock_bytes // (8 << 20))
             first = next((paths[:int(opt["batch_size"])] for _df, paths in self.sets.values()
                           if len(paths)), [])
             shapes = [probe(p) for p in first]
@@ -694,7 +694,8 @@ class Ingestion:
                 if not self._predict_set(child, pool, name, df, paths, first=k == 0, **pace):
                     return
         finally:
-            integrity["buffers"] = {"made": pool.made, "reused": pool.reused}
+            integrity["buffers"] = {"made": pool.made, "spares_used": pool.reused,
+                                    "kind": pool.kind}
 
     def _predict_set(self, child, pool, name, df, paths, **pace) -> bool:
         """One set: predict, keep the answers, report; False when the submission failed."""
