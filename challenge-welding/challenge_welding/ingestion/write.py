@@ -22,7 +22,6 @@ outside that manifest, ``ingestion.json`` and Codabench's own ``metadata``.
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from challenge_welding.contract.checked import json_text
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
@@ -140,4 +140,4 @@ def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
 
 
 def report_bytes(data: dict) -> bytes:
-    return (json.dumps(data, indent=2, default=str) + "\n").encode()
+    return json_text(data, indent=2, default=str).encode()  # strict: a NaN is refused, never written
