@@ -140,6 +140,7 @@ def test_details_nested_100000_deep(scored, tmp_path):
     bad = tampered(scored, tmp_path, "deep", details=deep)
     status, stderr, peak = run_cli(tmp_path, "leaderboard", bad, "--output", tmp_path / "board")
     one_line(status, stderr, 2, str(bad / "details.json"), f"nested 100001 levels deep (at most {MAX_JSON_DEPTH})")
+    print(f"peak RSS, leaderboard over the deep details.json: {peak / 1024:.0f} MiB")
     assert peak < PEAK_LIMIT_KB, peak
 
 
@@ -204,6 +205,7 @@ def test_draws_that_inflate_to_1_5_gb(scored, tmp_path):
     assert size < 3 << 20, size  # a small file ...
     status, stderr, peak = run_cli(tmp_path, "leaderboard", bad, "--significance", "--output", tmp_path / "board")
     one_line(status, stderr, 2, str(path), "array 'score' inflates to 1,500,000,128 bytes")
+    print(f"peak RSS, leaderboard over the inflating draws: {peak / 1024:.0f} MiB")
     assert peak < PEAK_LIMIT_KB, peak  # ... refused before it is inflated
     assert MAX_NPZ_BYTES < 1_500_000_000
 
