@@ -35,7 +35,8 @@ from challenge_welding.contract.checked import MAX_JSON_DEPTH, MAX_NPZ_BYTES
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "ingestion"))
-from ingestion_helpers import GOOD, make_input_data, make_reference as make_small_reference, make_submission  # noqa: E402
+from ingestion_helpers import GOOD, make_input_data, make_submission  # noqa: E402
+from test_hostile_protocol import failed_with_one_line  # noqa: E402
 
 CLI = [sys.executable, "-m", "challenge_welding"]
 PEAK_LIMIT_KB = 300 * 1024
@@ -289,14 +290,6 @@ def _ingest(tmp_path, ingest_inputs, component):
     return report, out
 
 
-def _failed_with_one_line(report, out, *parts):
-    assert report["status"] == "failed", report
-    assert len(report["errors"]) == 1 and "\n" not in report["errors"][0], report["errors"]
-    for part in parts:
-        assert part in report["errors"][0], report["errors"][0]
-    assert "Traceback" not in (out / "ingestion.log").read_text()
-
-
 def test_hand_made_fixture_is_good(tmp_path, ingest_inputs):
     assert HUGE_ROWS != GOOD and NAN_SECONDS != GOOD
     report, _ = _ingest(tmp_path, ingest_inputs, GOOD)
@@ -305,9 +298,9 @@ def test_hand_made_fixture_is_good(tmp_path, ingest_inputs):
 
 def test_answers_with_nan_seconds(tmp_path, ingest_inputs):
     report, out = _ingest(tmp_path, ingest_inputs, NAN_SECONDS)
-    _failed_with_one_line(report, out, "'seconds' of a result message is nan, not a finite time >= 0")
+    failed_with_one_line(report, out, "'seconds' of a result message is nan, not a finite time >= 0")
 
 
 def test_rows_of_1e308_refused_at_ingestion(tmp_path, ingest_inputs):
     report, out = _ingest(tmp_path, ingest_inputs, HUGE_ROWS)
-    _failed_with_one_line(report, out, "sample per000: probabilities sum to infinity: [1e+308, 1e+308, 1e+308]")
+    failed_with_one_line(report, out, "sample per000: probabilities sum to infinity: [1e+308, 1e+308, 1e+308]")
