@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from challenge_welding.contract.checked import json_text
+from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
@@ -140,4 +140,4 @@ def publish(output: Path, files: dict[str, bytes]) -> dict[str, str]:
 
 
 def report_bytes(data: dict) -> bytes:
-    return json_text(data, indent=2, default=str).encode()  # strict: a NaN is refused, never written
+    return json_text(plain(data), indent=2, default=str).encode()  # strict JSON: a stray NaN -> null
