@@ -14,7 +14,10 @@ Against main (ca5213d), before this change:
 - a 1.5 MB .draws.npz inflating to 1.5 GB: refused after ~1.6 GB of memory;
 - answers with NaN seconds: status ok, ingestion.json holding a bare NaN (not JSON);
 - rows [1e308] * 3: ingestion ok, then `score` "internal error: a score value is not finite" (exit 2);
-- rows scaled by 0.99901 (inside the 1e-3 tolerance): kept as they were, the score moved.
+- rows scaled by 0.99901 (inside the 1e-3 tolerance): kept as they were, the score moved
+  (77.63842635 -> 77.65663137 on this reference);
+- a prediction folder whose ingestion.json is nested 100,000 deep: `score` ended in a RecursionError
+  traceback.
 """
 
 from __future__ import annotations
@@ -226,6 +229,15 @@ def _predictions(scored, tmp_path, name, change, pattern="*.parquet"):
 
 
 COLUMNS = ["scores KO", "scores OK", "scores UNKNOWN"]
+
+
+def test_ingestion_json_nested_100000_deep(scored, tmp_path):
+    pred = _predictions(scored, tmp_path, "deep", lambda frame: None, "none")
+    (pred / "ingestion.json").write_text("[" * 100_000 + "]" * 100_000)
+    status, stderr, peak = run_cli(tmp_path, "score", "--reference", scored["reference"], "--predictions", pred,
+                                   "--output", tmp_path / "out")
+    one_line(status, stderr, 1, str(pred / "ingestion.json"), "nested 100000 levels deep")
+    assert peak < PEAK_LIMIT_KB, peak
 
 
 def test_rows_summing_to_infinity_are_refused_by_score(scored, tmp_path):
