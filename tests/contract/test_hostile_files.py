@@ -4,7 +4,7 @@ Every attack is real: a scored folder made by the real `score` of a real referen
 tampered with as an organiser could receive it; a real submission installed and run by the
 real `ingest`. Each command runs as a subprocess (the CLI a user types): one line on stderr,
 the documented exit status, no traceback, and for the inflating archive and the deep JSON a
-peak memory (the child's own ru_maxrss, from os.wait4) under 300 MB.
+peak memory (/usr/bin/time's maximum resident set size) under 300 MB.
 
 Against main (ca5213d), before this change:
 - details.json nested 100,000 deep: `leaderboard` ended in a RecursionError traceback (exit 1);
@@ -23,7 +23,6 @@ Against main (ca5213d), before this change:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -53,13 +52,17 @@ def strict(text: str):
 
 
 def run_cli(tmp_path, *args):
-    """(exit status, stderr, peak RSS in kB) of the CLI run as its own process."""
-    out, err = tmp_path / "cli.out", tmp_path / "cli.err"
-    with open(out, "wb") as o, open(err, "wb") as e:
-        proc = subprocess.Popen(CLI + [str(a) for a in args], stdout=o, stderr=e)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err.read_text(), usage.ru_maxrss
+    """(exit status, stderr, peak RSS in kB) of the CLI run as its own process.
+
+    The peak is /usr/bin/time's %M: the command is forked from that small process. Measured
+    from here (os.wait4), a child's ru_maxrss would start at pytest's own size (Linux keeps
+    the pre-exec high-water mark of a forked copy), hundreds of MB that are not the command's.
+    """
+    err, peak = tmp_path / "cli.err", tmp_path / "cli.peak"
+    with open(err, "wb") as e:
+        status = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", str(peak)] + CLI + [str(a) for a in args],
+                                stdout=subprocess.DEVNULL, stderr=e, timeout=600).returncode
+    return status, err.read_text(), int(peak.read_text().split()[-1])
 
 
 def one_line(status, stderr, expected_status, *parts):

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import cv2
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
