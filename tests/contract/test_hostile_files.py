@@ -11,7 +11,7 @@ Against main (ca5213d), before this change:
 - details.json "analyses": [..]: AttributeError traceback; baseline curves of strings: ValueError
   traceback (`leaderboard --baseline`), a warning "analyses failed" and exit 0 (`score --baseline`);
 - scores.json "score": NaN: ranked first, exit 0;
-- a 1.5 MB .draws.npz inflating to 1.5 GB: refused after ~1.6 GB of memory;
+- a 1.5 MB .draws.npz inflating to 1.5 GB: refused after 1,550 MiB of peak memory (now 122 MiB);
 - answers with NaN seconds: status ok, ingestion.json holding a bare NaN (not JSON);
 - rows [1e308] * 3: ingestion ok, then `score` "internal error: a score value is not finite" (exit 2);
 - rows scaled by 0.99901 (inside the 1e-3 tolerance): kept as they were, the score moved
