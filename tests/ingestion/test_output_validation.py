@@ -47,7 +47,8 @@ def test_rows_off_one_are_renormalised_within_tolerance_kept():
     notes = Notes()
     v = validate_output({"predictions": ["KO", "OK"],
                          "probabilities": [[1, 1, 2], [0.2, 0.8005, 0]]}, IDS, notes)
-    np.testing.assert_allclose(v.probabilities, [[0.25, 0.25, 0.5], [0.2, 0.8005, 0]])
+    # issue 28: a row within the tolerance is normalised too (silently): every accepted row sums to 1
+    np.testing.assert_allclose(v.probabilities, [[0.25, 0.25, 0.5], [0.2 / 1.0005, 0.8005 / 1.0005, 0]])
     assert notes.counts == {"probabilities renormalised (row sum off 1 by more than 1e-3)": 1,
                             "OOD_scores missing, 0 used": 2}
     assert notes.examples["probabilities renormalised (row sum off 1 by more than 1e-3)"] == "a sum 4"

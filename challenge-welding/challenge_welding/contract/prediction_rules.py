@@ -8,8 +8,10 @@ column). The rules (what the challenge announced to participants, docs/scoring.m
 - ``predicted_state`` in KO, OK, UNKNOWN; case and surrounding whitespace are
   normalised (a warning); anything else is an error.
 - probabilities ``[p_KO, p_OK, p_UNKNOWN]``: missing -> one-hot of the state; NaN,
-  infinite or negative -> error; a row summing to 0 -> error; a row off 1 by
-  more than ``PROBA_SUM_TOL`` -> renormalised (a warning).
+  infinite or negative -> error; a row summing to 0 or to infinity (finite values
+  such as [1e308, 1e308, 1e308]) -> error; every other row is divided by its sum, so
+  that each accepted row is scored as one normalised row: silently within
+  ``PROBA_SUM_TOL`` of 1, with a warning ("renormalised") beyond it.
 - OOD score ``s >= 0``: missing -> 0; NaN or infinite -> error; negative ->
   clipped to 0 (a warning): one rule for both, chosen so that an answer the
   ingestion accepted is scored as it was accepted.
@@ -53,32 +55,43 @@ def label_codes(values, names=STATES):
 
 @dataclass
 class ProbabilityCheck:
-    """Per cell: NaN, infinite, negative; per row: sum 0, renormalised; and the cleaned rows."""
+    """Per cell: NaN, infinite, negative; per row: sum 0, sum infinite, renormalised; and the cleaned rows."""
 
     nan: np.ndarray           # (n, 3)
     inf: np.ndarray           # (n, 3)
     negative: np.ndarray      # (n, 3)
     zero_sum: np.ndarray      # (n,)
-    renormalised: np.ndarray  # (n,) valid rows off 1 by more than PROBA_SUM_TOL
-    values: np.ndarray        # (n, 3) the rows, renormalised where off
+    renormalised: np.ndarray  # (n,) valid rows off 1 by more than PROBA_SUM_TOL (the warning)
+    values: np.ndarray        # (n, 3) the rows divided by their sums (bad rows as they came)
+    infinite_sum: np.ndarray  # (n,) finite cells whose sum overflows to infinity
 
     @property
     def bad(self):
         """Rows that are an error."""
-        return (self.nan | self.inf | self.negative).any(axis=1) | self.zero_sum
+        return (self.nan | self.inf | self.negative).any(axis=1) | self.zero_sum | self.infinite_sum
 
 
 def check_probabilities(values) -> ProbabilityCheck:
-    """Check (n, 3) probability rows; rows off 1 by more than PROBA_SUM_TOL are renormalised, others kept."""
+    """Check (n, 3) probability rows; every good row divided by its sum (a warning when off 1 by > PROBA_SUM_TOL).
+
+    >>> c = check_probabilities([[0.5, 0.3, 0.1999], [1e308, 1e308, 1e308], [2.0, 2.0, 0.0]])
+    >>> c.bad.tolist(), c.renormalised.tolist(), c.values[2].tolist()
+    ([False, True, False], [False, False, True], [0.5, 0.5, 0.0])
+    >>> float(c.values[0].sum())
+    1.0
+    """
     values = np.asarray(values, dtype=float).reshape(-1, 3)
     nan, inf, negative = np.isnan(values), np.isinf(values), values < 0
-    total = values.sum(axis=1)
+    with np.errstate(over="ignore"):
+        total = values.sum(axis=1)
+    cells_finite = ~(nan | inf).any(axis=1)
+    infinite_sum = cells_finite & np.isinf(total)
     finite = np.isfinite(total)
     zero_sum = finite & (total == 0)
-    off = finite & ~zero_sum & ~negative.any(axis=1) & (np.abs(total - 1) > PROBA_SUM_TOL)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cleaned = np.where(off[:, None], values / np.where(off, total, 1.0)[:, None], values)
-    return ProbabilityCheck(nan, inf, negative, zero_sum, off, cleaned)
+    good = finite & ~zero_sum & ~negative.any(axis=1)
+    off = good & (np.abs(total - 1) > PROBA_SUM_TOL)
+    cleaned = np.where(good[:, None], values / np.where(good, total, 1.0)[:, None], values)
+    return ProbabilityCheck(nan, inf, negative, zero_sum, off, cleaned, infinite_sum)
 
 
 def check_ood_scores(values):

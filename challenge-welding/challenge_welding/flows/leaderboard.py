@@ -93,19 +93,25 @@ def rank(scores: list[float], reference: list[bool]) -> list[int | None]:
 
 
 def read_scores(folder: Path) -> dict:
-    """scores.json of one scored folder, every contract key present and numeric."""
-    import json
+    """scores.json of one scored folder, every contract key present, numeric and finite.
+
+    A score that is not a number is never ranked: the file is refused in one line (exit 2).
+    """
+    from challenge_welding.contract.checked import FileRefused, read_json
 
     path = Path(folder) / "scores.json"
     if not path.is_file():
         raise ChallengeError(f"{path} not found: pass folders written by `evaluate` or `score`")
-    try:
-        scores = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ChallengeError(f"{path} is not valid JSON: {exc}") from exc
-    missing = [k for k in SCORE_KEYS if not isinstance(scores.get(k), (int, float))]
+    scores = read_json(path, "not ranked; re-score the folder with `score`")
+    if not isinstance(scores, dict):
+        raise FileRefused(f"{path} is not a JSON object: re-score the folder with `score`")
+    missing = [k for k in SCORE_KEYS if not isinstance(scores.get(k), (int, float)) or isinstance(scores[k], bool)]
     if missing:
         raise ChallengeError(f"{path} lacks the numeric key(s) {', '.join(missing)}")
+    bad = [k for k in SCORE_KEYS if not math.isfinite(scores[k])]
+    if bad:
+        raise FileRefused(f"{path}: key {bad[0]!r} is {scores[bad[0]]}, not a finite number: not ranked; "
+                          "re-score the folder with `score`")
     return {k: float(scores[k]) for k in SCORE_KEYS}
 
 

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from challenge_welding.contract.checked import json_text
 from challenge_welding.contract.errors import ChallengeError, OutputError
 from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
 from challenge_welding.scoring.extras import compute_extras, sample_traces
@@ -44,6 +45,9 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
                              "per-sample traces give labels away; write them elsewhere")
     if draws_path is not None:  # a usage error before any work
         draws.check_unpublished(draws_path, output_dir)
+    if baseline is not None:  # a usage error before any work (the analyses read it again, checked alike)
+        from challenge_welding.scoring.analyses.sources import read_baseline
+        read_baseline(baseline)
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify, baseline=baseline)
     out = make_folder(output_dir, "the scoring output")
     # a previous run's files go first; a write fault then removes this run's: OUT never holds
@@ -61,7 +65,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
 
 def _write(scored, out: Path, traces, draws_path) -> dict:
     scores, details = scored.scores, scored.details
-    write_output(out / "scores.json", json.dumps(scores, indent=1) + "\n")
+    write_output(out / "scores.json", json_text(scores))
     if draws_path is not None:
         draws.save(draws_path, draws.build(scored.draws, scores, scored.reference_sha256, scored.config),
                    published_dir=out)

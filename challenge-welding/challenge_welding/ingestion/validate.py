@@ -125,6 +125,8 @@ def validate_output(output, sample_ids: list[str], notes: Notes | None = None) -
                 raise OutputError(f"sample {sid}: probabilities contain NaN or infinity: {values}")
             if check.negative[i].any():
                 raise OutputError(f"sample {sid}: negative probability in {values}")
+            if check.infinite_sum[i]:
+                raise OutputError(f"sample {sid}: probabilities sum to infinity: {values} (each row must sum to 1)")
             raise OutputError(f"sample {sid}: probabilities are all zero")
         if check.renormalised.any():
             i = int(np.flatnonzero(check.renormalised)[0])

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import select
 import socket
 import time
@@ -31,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from challenge_welding.contract.checked import nesting
 from challenge_welding.ingestion import child as proto
 from challenge_welding.scoring.explainability_io import reduced_shape
 
@@ -48,26 +48,6 @@ class Timeout(Exception):
 
 class Closed(Exception):
     pass
-
-
-# A JSON string (escapes included): removed before brackets are counted. Linear: the two
-# alternatives cannot both match a character.
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
-
-
-def nesting(data: bytes) -> int:
-    """Deepest bracket nesting of a JSON text (brackets inside strings do not count)."""
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    if len(brackets) <= 256:  # the usual header: a few brackets, a plain loop is fastest
-        depth = deepest = 0
-        for c in brackets:
-            depth += 1 if c in (91, 123) else -1  # [ {
-            deepest = max(deepest, depth)
-        return deepest
-    # "[" and "{" have bit 2 clear, "]" and "}" have it set
-    step = 1 - 2 * ((np.frombuffer(brackets, np.uint8) >> 2) & 1).astype(np.int64)
-    return int(np.cumsum(step).max())
 
 
 def parse_header(data: bytes) -> dict:
@@ -169,7 +149,9 @@ def check_result(header: dict, ident: int, nonce: str, n: int) -> list:
     """The answer to the batch handed over (n images); returns its declared arrays."""
     check_op(header, (proto.OP_RESULT,), f"the answer to batch {ident}")
     check_tag(header, ident, nonce)
-    _field(header, "seconds", (int, float), "result")
+    seconds = _field(header, "seconds", (int, float), "result")
+    if not (math.isfinite(seconds) and seconds >= 0):  # it goes to ingestion.json: strict JSON, a real time
+        raise WireError(f"'seconds' of a result message is {_short(seconds)}, not a finite time >= 0")
     _text_list(header, "ignored", "result")
     _field(header, "maps", bool, "result")
     if header.get("error") is not None:

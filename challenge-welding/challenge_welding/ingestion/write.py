@@ -28,12 +28,12 @@ outside that manifest, ``ingestion.json`` and Codabench's own ``metadata``.
 from __future__ import annotations
 
 import io
-import json
 import os
 from pathlib import Path
 
 import pandas as pd
 
+from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
@@ -142,4 +142,4 @@ def keep_elsewhere(folder: Path, files: dict[str, bytes]) -> bool:
 
 
 def report_bytes(data: dict) -> bytes:
-    return (json.dumps(data, indent=2, default=str) + "\n").encode()
+    return json_text(plain(data), indent=2, default=str).encode()  # strict JSON: a stray NaN -> null

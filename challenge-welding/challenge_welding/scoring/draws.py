@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from challenge_welding import __version__
 from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.checked import MAX_JSON_DEPTH, FileRefused, nesting, npz_members
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path, make_folder
 from challenge_welding.scoring.config import ScoringConfig
@@ -108,22 +110,45 @@ def save(path, draws: Draws, published_dir=None) -> Path:
 
 
 def load(path) -> Draws:
-    """Read a draws file; one clear error when it is missing or not one."""
+    """Read a draws file; one clear error (exit 2) when it is missing, not one, or over the limits.
+
+    The archive's declared sizes are checked before anything is inflated (contract.checked), the
+    header's nesting before it is parsed; every array must be 1-D, numeric and of the header's B.
+    """
     path = Path(path)
     if not path.is_file():
         raise ChallengeError(f"{path} not found: score with `evaluate` (writes it) or `score --draws {path}`")
+    npz_members(path)
     try:
         with np.load(path, allow_pickle=False) as f:
-            header = json.loads(str(f["header"]))
-            values = {k: np.asarray(f[k], dtype=float) for k in DRAW_KEYS + RAW_KEYS if k in f.files}
+            text = str(f["header"])
+            if nesting(text.encode()) > MAX_JSON_DEPTH:
+                raise ValueError(f"key 'header' is nested deeper than {MAX_JSON_DEPTH}")
+            header = json.loads(text, parse_constant=_refuse_constant)
+            values = {k: _numbers(f[k], k) for k in DRAW_KEYS + RAW_KEYS if k in f.files}
             missing = [k for k in DRAW_KEYS if k not in values]
             if missing:
                 raise KeyError(missing[0])
-            point = dict(zip(DRAW_KEYS, (float(v) for v in f["point"])))
-    except (OSError, ValueError, KeyError) as exc:
-        raise ChallengeError(f"{path} is not a draws file ({type(exc).__name__}: {exc})") from None
+            point = dict(zip(DRAW_KEYS, (float(v) for v in _numbers(f["point"], "point"))))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise FileRefused(f"{path} is not a draws file ({type(exc).__name__}: {exc})") from None
+    if not isinstance(header, dict) or not isinstance(header.get("fingerprint"), str):
+        raise FileRefused(f"{path}: key 'header' has no 'fingerprint' text")
     lengths = {len(v) for v in values.values()}
     if lengths != {header.get("n")}:
-        raise ChallengeError(f"{path}: per-resample arrays of lengths {sorted(lengths)}, header says B = "
-                             f"{header.get('n')}")
+        raise FileRefused(f"{path}: per-resample arrays of lengths {sorted(lengths)}, header says B = "
+                          f"{header.get('n')}")
+    if len(point) != len(DRAW_KEYS):
+        raise FileRefused(f"{path}: key 'point' holds {len(point)} values, expected {len(DRAW_KEYS)}")
     return Draws(values, point, header["fingerprint"], header, path)
+
+
+def _refuse_constant(name):
+    raise ValueError(f"key 'header' holds {name}")
+
+
+def _numbers(array, key) -> np.ndarray:
+    """A 1-D float array (NaN kept: a KPI undefined on a resample); ValueError naming ``key`` otherwise."""
+    if array.ndim != 1 or array.dtype.kind not in "fiu":
+        raise ValueError(f"key {key!r} is a {array.dtype} array of shape {array.shape}, expected 1-D numbers")
+    return array.astype(float)

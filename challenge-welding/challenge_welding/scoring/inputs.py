@@ -11,7 +11,6 @@ or OOD scores, negative OOD scores clipped to 0) become warnings.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes, sha256_file
 from challenge_welding.contract.prediction_rules import (
@@ -199,6 +199,9 @@ def _check_probabilities(pred, ids, name, problems, warnings):
                 problems.append(_line(name, column, what, ids, mask))
     if check.zero_sum.any():
         problems.append(_line(name, "scores KO", "probabilities sum to 0", ids, check.zero_sum))
+    if check.infinite_sum.any():
+        problems.append(_line(name, "scores KO", "probabilities sum to infinity (each row must sum to 1)", ids,
+                              check.infinite_sum))
     if check.renormalised.any():
         warnings.append(_line(name, "scores KO", f"probabilities off 1 by more than {PROBA_SUM_TOL_TEXT}: "
                               "renormalised", ids, check.renormalised))
@@ -238,11 +241,13 @@ def ingestion_summary(predictions_dir) -> str:
     """A short note on the ingestion status, for messages about missing sets."""
     path = Path(predictions_dir) / "ingestion.json"
     try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError):
+        info = read_json(path)
+    except FileRefused:
         return ""
-    status = info.get("status")
-    errors = info.get("errors") or []
+    if not isinstance(info, dict):
+        return ""
+    status = info.get("status") if isinstance(info.get("status"), str) else None
+    errors = info.get("errors") if isinstance(info.get("errors"), list) else []
     if status and status != "ok":
         first = errors[0] if errors else ""
         return f" (ingestion status: {status}{': ' + str(first) if first else ''})"

@@ -13,11 +13,12 @@ Reported beside the ranking; never changes it.
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 
 import numpy as np
 
+from challenge_welding.contract.checked import FileRefused, curves, field, read_json
 from challenge_welding.contract.names import KPI_KEYS
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses.breaking_points import relative_robustness
@@ -59,11 +60,19 @@ def weight_stability(draws: dict) -> dict:
 
 
 def _details(folder: Path) -> dict:
+    """The parts of a folder's details.json read here, checked ({} without the file); FileRefused otherwise."""
     path = Path(folder) / "details.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+    if not path.is_file():
         return {}
+    details = read_json(path, "re-score the folder with `score`")
+    analyses = field(details, "analyses", dict, path) or {}
+    annotators = field(analyses, "annotators", dict, f"{path}: 'analyses'") or {}
+    score = field(annotators, "score", (int, float), f"{path}: 'analyses.annotators'")
+    if score is not None and not math.isfinite(score):
+        raise FileRefused(f"{path}: key 'analyses.annotators.score' is {score}, not a finite number")
+    robustness = field(details, "robustness", dict, path)
+    return {"analyses": {"annotators": annotators},
+            "robustness": None if robustness is None else curves(robustness, path)}
 
 
 def expert_ranks(folders, names) -> dict:

@@ -29,11 +29,11 @@ Predictions made by hand for experiments skip these checks with
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
 
+from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes
 
@@ -93,9 +93,9 @@ def read_report(predictions_dir) -> dict:
                                "ingestion (or `virtual`) are scored; for hand-made predictions use "
                                "`score --unverified`")
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SubmissionFailed(f"{path} is not valid JSON ({type(exc).__name__})") from None
+        report = read_json(path)  # sizes and nesting checked before parsing (contract.checked)
+    except FileRefused as exc:
+        raise SubmissionFailed(str(exc)) from None
     if not isinstance(report, dict):
         raise SubmissionFailed(f"{path} is not a JSON object")
     status = report.get("status")
@@ -168,8 +168,8 @@ def check_sandbox(predictions_dir, config: dict, verify: bool = True) -> str:
         return sandbox_line(None)
     path = Path(predictions_dir) / REPORT_FILE
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        report = read_json(path)
+    except FileRefused:
         report = {}
     report = report if isinstance(report, dict) else {}
     box = report.get("sandbox")

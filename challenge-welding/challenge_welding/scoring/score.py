@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
 import platform
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, SET_NAMES, STATES
+from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import write_atomic
 from challenge_welding.scoring.analyses.run import run_analyses
@@ -187,7 +187,7 @@ def write_output(path, text: str):
 
 
 def details_json(details: dict) -> str:
-    return json.dumps(details, indent=1, sort_keys=False, default=_json_default) + "\n"
+    return json_text(plain(details), sort_keys=False, default=_json_default)  # strict: NaN -> null
 
 
 @dataclass
@@ -234,7 +234,7 @@ def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, v
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_output(out / "scores.json", json.dumps(scored.scores, indent=1) + "\n")
+    write_output(out / "scores.json", json_text(scored.scores))
     write_output(out / "details.json", details_json(scored.details))
     return scored.scores
 

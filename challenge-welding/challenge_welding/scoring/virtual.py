@@ -31,7 +31,6 @@ with nested rates have nested errors. compute_time is 0 for every kind (so that
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
+from challenge_welding.contract.checked import json_text
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path
 from challenge_welding.scoring.inputs import read_reference
@@ -184,5 +184,5 @@ def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
             "counts": {name: len(f) for name, f in predictions.items()},
             "timings": {}, "warnings": [], "errors": [],
             "note": "virtual reference solution built from the labels; compute_time set to 0"}
-    (out / REPORT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+    (out / REPORT_FILE).write_text(json_text(info, sort_keys=True))
     return out

@@ -7,14 +7,13 @@ ChallengeError naming it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import cv2
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from challenge_welding.contract.checked import curves, field, read_json
 from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses import localisation
@@ -81,11 +80,5 @@ def read_baseline(folder):
     path = Path(folder) / "details.json"
     if not path.is_file():
         raise ChallengeError(f"--baseline {folder}: no details.json there (pass a folder written by `score`)")
-    try:
-        details = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ChallengeError(f"{path} is not valid JSON: {exc}") from None
-    curves = details.get("robustness")
-    if not isinstance(curves, dict):
-        raise ChallengeError(f"{path} has no robustness curves")
-    return {"name": str(folder), "robustness": curves}
+    details = read_json(path, "pass a folder written by `score`")
+    return {"name": str(folder), "robustness": curves(field(details, "robustness", dict, path), path)}
