@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding.ingestion import reaper
+from challenge_welding.ingestion import layers, reaper
 
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
@@ -313,11 +313,15 @@ class _Prepared:
 
 
 class Confinement:
-    """A preexec_fn: own process group, then :class:`Policy` and the seccomp guard."""
+    """A preexec_fn: own process group, the namespaces of ``plan`` (layers.py), no
+    capability, then :class:`Policy` and the seccomp guard."""
 
     def __init__(self, policy: Policy, seccomp: bool = True, oom_adj: bool = False,
-                 max_processes: int = 0):
+                 max_processes: int = 0, plan: "layers.Plan | None" = None):
         self.policy = policy
+        self.plan = plan
+        if plan is not None:
+            plan.prepare()
         self.env: dict = {}                  # environment variables the confined process gets
         self.max_processes = max_processes   # the fork watchdog's cap (0: none)
         self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
@@ -333,11 +337,17 @@ class Confinement:
             except OSError:
                 pass
         if self.prepared is not None:
-            reaper.drop_ptrace()
+            if self.plan is not None:
+                self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
+            layers.drop_capabilities()
             self.prepared.apply()
 
     def describe(self) -> dict:
         out = self.policy.describe()
+        out["namespaces"] = self.plan.names() if self.plan is not None else []
+        out["capabilities"] = "none (bounding, ambient, effective, permitted, inheritable " \
+            "emptied)" if os.geteuid() == 0 or (self.plan and self.plan.userns) else \
+            "none held (not root; bounding set kept, inert under no_new_privs)"
         out["seccomp"] = ("setsid/setpgid refused; signals to the ingestion, its ancestors and "
                           "other process groups refused") if self.prepared and self.prepared.seccomp \
             else None
@@ -357,6 +367,8 @@ class Sandbox:
     abi: int = field(default_factory=usable_abi)
     kernel: int = field(default_factory=kernel_abi)
     installed: dict | None = None   # what the last install step ran under
+    namespaces: dict = field(default_factory=layers.probe)  # what the kernel lends (layers.py)
+    unsafe: bool = False        # --unsafe-unconfined: run even where no layer confines files
 
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
@@ -387,7 +399,8 @@ class Sandbox:
         (the submission, wheelhouse, uv...). Network unless --no-network."""
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
                      holes=self.holes, network=self.install_network, abi=self.abi)
-        conf = Confinement(pol, max_processes=self.max_processes)
+        conf = Confinement(pol, max_processes=self.max_processes,
+                           plan=self._plan(pol, network=self.install_network))
         self.installed = conf.describe()
         return conf
 
@@ -396,18 +409,67 @@ class Sandbox:
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
                            *self.evaluator_read],
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
-        return Confinement(pol, oom_adj=True, max_processes=self.max_processes)
+        return Confinement(pol, oom_adj=True, max_processes=self.max_processes,
+                           plan=self._plan(pol, network=self.run_network))
+
+    def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
+        """The namespaces the kernel lends, around ``pol``'s folders; none if it lends none.
+        No network namespace where the step may use the network (an install that downloads)."""
+        ns = self.namespaces
+        if not ns.get("mount"):
+            return None
+        return layers.Plan(userns=ns["userns"], mount=True, ipc=ns["ipc"],
+                           net=ns["net"] and not network, pid=ns["pid"], read=list(pol.read),
+                           write=list(pol.write), holes=list(pol.holes))
+
+    def files_confined(self) -> bool:
+        """Whether a layer keeps the submission off our files: Landlock or a mount namespace
+        (read-only tree, holes covered)."""
+        return bool(self.abi or self.namespaces.get("mount"))
+
+    def layers(self) -> dict:
+        """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
+        ns = self.namespaces
+        root = os.geteuid() == 0
+        return {"user": "same user as the evaluator" + (" (uid 0, no capability)" if root else ""),
+                "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
+                               if ns.get("userns" if n == "user" else n)],
+                "capabilities": "none" if root or ns.get("userns") else
+                                "none held (bounding set inert: no_new_privs)",
+                "landlock_abi": self.abi, "seccomp": SYS is not None,
+                "files_confined": self.files_confined(),
+                "unsafe_unconfined": self.unsafe and not self.files_confined()}
+
+    def layers_line(self) -> str:
+        """One line: which layers hold."""
+        lay = self.layers()
+        ns = ", ".join(lay["namespaces"]) or "none"
+        return (f"sandbox layers: user: {lay['user']}; namespaces: {ns}; capabilities: "
+                f"{lay['capabilities']}; Landlock ABI {lay['landlock_abi']}"
+                + ("" if lay["landlock_abi"] else " (none)")
+                + f"; seccomp: {'yes' if lay['seccomp'] else 'no'}"
+                + ("" if lay["files_confined"] else "; FILES NOT CONFINED"))
 
     def describe(self) -> dict:
         return {"landlock_abi": self.abi or None, "kernel_landlock_abi": self.kernel,
+                "unsafe_unconfined": self.unsafe and not self.files_confined(),
                 "abi_cap": os.environ.get(ABI_MAX_ENV) or None,
-                "max_processes": self.max_processes,
+                "max_processes": self.max_processes, "layers": self.layers(),
                 "network": {"install": "allowed" if self.install_network else "denied",
                             "run": "allowed" if self.run_network else "denied"}}
 
+    def refusal(self) -> str:
+        """The one line ``ingest`` stops with where nothing confines files and the organiser
+        did not say --unsafe-unconfined."""
+        return ("no layer confines the submission's files here (no Landlock: kernel ABI "
+                f"{self.kernel}, cap {os.environ.get(ABI_MAX_ENV) or 'none'}; no mount namespace"
+                "; no separate user): it could read the reference data and write the output "
+                "folder; run on a kernel with Landlock (>= 5.13) or where namespaces are lent, "
+                "or pass --unsafe-unconfined to run it anyway (the results will say so)")
+
     def warning(self) -> str | None:
         """One loud line when the files are not confined."""
-        if self.abi:
+        if self.files_confined():
             return None
         return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
                 "can read and write whatever this user can; only the seccomp guard, the process "
