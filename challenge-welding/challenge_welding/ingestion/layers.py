@@ -63,7 +63,7 @@ MOUNT_ATTR_RDONLY, AT_RECURSIVE = 0x1, 0x8000
 SYS_MOUNT_SETATTR = 442  # the same on x86_64 and aarch64 (the generic table)
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine())
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
@@ -125,9 +125,13 @@ class Plan:
         namespace, fork: this process waits (never returns) and its child returns."""
         if self.userns:
             _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+            # the ingestion is non-dumpable (reaper.guarded), and so this fork of it: its
+            # /proc/self files are root's until it is dumpable again (exec would do it)
+            _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
             _write("/proc/self/setgroups", "deny")
             _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1")
             _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1")
+            _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         rest = self.flags() & ~CLONE_NEWUSER
         if rest:
             _check(_libc.unshare(rest), "unshare")
@@ -149,7 +153,10 @@ class Plan:
         back = []
         for path in sorted(self.read + self.write):  # a folder before what it holds
             if any(_under(path, m) for m in MASKED):
-                back.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC), path in self.write))
+                try:
+                    back.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC), path in self.write))
+                except OSError:
+                    continue  # out of this user's reach anyway: nothing to bind back
         for mask in MASKED:
             if os.path.isdir(mask) and not os.path.islink(mask):
                 _check(libc.mount(b"tmpfs", mask.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
@@ -209,13 +216,23 @@ class Plan:
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
 
 
-def drop_capabilities() -> None:
-    """Bounding set emptied (up to ``cap_last_cap``), ambient cleared, then effective,
+def drop_capabilities(user: tuple[int, int] | None = None) -> None:
+    """Bounding set emptied (up to ``cap_last_cap``), ambient cleared, then (``user``: (uid,
+    gid)) no supplementary group and that uid/gid, real, effective and saved, then effective,
     permitted and inheritable emptied: nothing held, nothing an exec could give back."""
     libc = _libc
     for cap in range(last_cap() + 1):
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP: checked below
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if user is not None:
+        try:
+            os.setgroups([])
+            os.setresgid(user[1], user[1], user[1])
+            os.setresuid(user[0], user[0], user[0])
+        except OSError as exc:
+            os.write(2, f"challenge-welding sandbox: cannot become uid {user[0]} ({exc})\n"
+                     .encode())
+            os._exit(125)
     header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
     data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all 0
     if SYS_CAPSET is None or libc.syscall(SYS_CAPSET, header, data) != 0:
@@ -270,16 +287,55 @@ def _loopback_up() -> None:
 
 # -- what the kernel lends ------------------------------------------------------------------
 _PROBED: dict = {}
-# "0": use no namespace (what a Codabench worker lends), to test the other layers alone
+# "0": use no namespace (what a Codabench worker lends), to test the other layers alone; a
+# comma list ("mount,ipc"): only those of the lent ones
 NAMESPACES_ENV = "CHALLENGE_WELDING_NAMESPACES"
+# The user participant code runs as, where the evaluator may change user: a high uid and gid
+# with no passwd entry and no group (no file on the machine belongs to it but its scratch);
+# "none": stay the evaluator's user.
+SANDBOX_UID_ENV = "CHALLENGE_WELDING_SANDBOX_UID"
+DEFAULT_SANDBOX_UID = 64290
+CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
+
+
+def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
+    """((uid, gid), why) of the user to run participant code as, or (None, why not).
+
+    Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
+    CAP_CHOWN: an organiser's server, ``docker run`` with Docker's default capabilities; not
+    a Codabench worker, which drops them) and a mount namespace is lent: in it the
+    interpreter and environment under ``/root`` are reachable (bound back under an empty,
+    traversable ``/root``) while our folders are not there at all."""
+    want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
+    if want == "none":
+        return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
+    uid = int(want) if want.isdigit() and int(want) > 0 else DEFAULT_SANDBOX_UID
+    if os.geteuid() != 0:
+        return None, "same user as the evaluator (not root: cannot change user)"
+    eff = capability_sets().get("CapEff", 0)
+    if not all(eff >> c & 1 for c in (CAP_CHOWN, CAP_SETGID, CAP_SETUID)):
+        return None, "same user as the evaluator (uid 0, no capability: CAP_SETUID dropped)"
+    if not mount_ns:
+        return None, "same user as the evaluator (uid 0, no capability: no mount namespace " \
+                     "to reach the interpreter from another user)"
+    return (uid, uid), f"uid {uid}, gid {uid}, no groups (run; the install: uid 0, no capability)"
 
 
 def probe() -> dict:
     """{"userns", "mount", "ipc", "net", "pid"}: which namespaces this process may make
     (tried in a throwaway process, once per run of the evaluator); all False off Linux."""
     names = ("userns", "mount", "ipc", "net", "pid")
-    if os.environ.get(NAMESPACES_ENV, "").strip() == "0":
+    want = os.environ.get(NAMESPACES_ENV, "").strip()
+    if want == "0":
         return dict.fromkeys(names, False)
+    if want:
+        lent = _probe(names)
+        keep = set(want.replace(" ", "").split(",")) | {"userns"}
+        return {n: lent[n] and n in keep for n in names}
+    return _probe(names)
+
+
+def _probe(names) -> dict:
     if _PROBED:
         return dict(_PROBED)
     if _libc is None or SYS_CAPSET is None:

@@ -317,9 +317,11 @@ class Confinement:
     capability, then :class:`Policy` and the seccomp guard."""
 
     def __init__(self, policy: Policy, seccomp: bool = True, oom_adj: bool = False,
-                 max_processes: int = 0, plan: "layers.Plan | None" = None):
+                 max_processes: int = 0, plan: "layers.Plan | None" = None,
+                 user: tuple[int, int] | None = None):
         self.policy = policy
         self.plan = plan
+        self.user = user  # (uid, gid) to become, or None: the evaluator's
         if plan is not None:
             plan.prepare()
         self.env: dict = {}                  # environment variables the confined process gets
@@ -337,10 +339,14 @@ class Confinement:
             except OSError:
                 pass
         if self.prepared is not None:
-            if self.plan is not None:
-                self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
-            layers.drop_capabilities()
-            self.prepared.apply()
+            try:
+                if self.plan is not None:
+                    self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
+                layers.drop_capabilities(self.user)
+                self.prepared.apply()
+            except Exception as exc:  # noqa: BLE001 - one line in the step's log, never run unconfined
+                os.write(2, f"challenge-welding sandbox: {type(exc).__name__}: {exc}\n".encode())
+                os._exit(125)
 
     def describe(self) -> dict:
         out = self.policy.describe()
@@ -405,12 +411,23 @@ class Sandbox:
         return conf
 
     def run(self, env_prefix: str, read, scratch) -> Confinement:
-        """For the child: read its environment, the submission and child.py; write scratch."""
+        """For the child: read its environment, the submission and child.py; write scratch.
+        As a user of its own (:func:`layers.sandbox_user`): the scratch folders become its,
+        our per-run copies it reads (the submission, its site folder) readable by it."""
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
                            *self.evaluator_read],
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
-        return Confinement(pol, oom_adj=True, max_processes=self.max_processes,
-                           plan=self._plan(pol, network=self.run_network))
+        plan = self._plan(pol, network=self.run_network)
+        user, self.user_line = layers.sandbox_user(plan is not None)
+        if user is not None:
+            for folder in scratch:
+                _walk(folder, lambda p, _d: os.chown(p, *user, follow_symlinks=False))
+            work = {str(Path(f).parent) for f in scratch}
+            for path in read:  # only our own copies, in the run's work folder
+                if any(layers._under(os.path.realpath(path), w) for w in work):
+                    _walk(path, lambda p, d: os.chmod(p, os.stat(p).st_mode | (0o005 if d else 0o004)))
+        return Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
+                           user=user)
 
     def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
         """The namespaces the kernel lends, around ``pol``'s folders; none if it lends none.
@@ -422,6 +439,8 @@ class Sandbox:
                            net=ns["net"] and not network, pid=ns["pid"], read=list(pol.read),
                            write=list(pol.write), holes=list(pol.holes))
 
+    user_line: str = ""
+
     def files_confined(self) -> bool:
         """Whether a layer keeps the submission off our files: Landlock or a mount namespace
         (read-only tree, holes covered)."""
@@ -431,7 +450,8 @@ class Sandbox:
         """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
         ns = self.namespaces
         root = os.geteuid() == 0
-        return {"user": "same user as the evaluator" + (" (uid 0, no capability)" if root else ""),
+        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")))[1]
+        return {"user": user_line,
                 "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
                                if ns.get("userns" if n == "user" else n)],
                 "capabilities": "none" if root or ns.get("userns") else
@@ -474,6 +494,18 @@ class Sandbox:
         return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
                 "can read and write whatever this user can; only the seccomp guard, the process "
                 "cap and the evaluator's file hashes protect the run")
+
+
+def _walk(top, fn) -> None:
+    """``fn(path, is_dir)`` on ``top`` and everything beneath it (symlinks not followed)."""
+    if os.path.islink(top):
+        return
+    fn(str(top), os.path.isdir(top))
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                fn(path, os.path.isdir(path))
 
 
 def evaluator_site_dirs() -> list[str]:
