@@ -26,7 +26,11 @@ and seccomp, in this order:
 5. **capabilities**: every capability up to the kernel's ``cap_last_cap`` dropped from the
    bounding set, the ambient set cleared, then effective, permitted and inheritable emptied
    (``capset``), as root or not: ``sethostname``, ``adjtimex``, ``reboot``, ``mknod``,
-   mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows).
+   mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows);
+6. **a user of its own** (:func:`sandbox_user`; the child, where root may change user and a
+   mount namespace is lent): between emptying the bounding set and ``capset``, no group and
+   uid/gid 64290, so that the kernel's same-user checks (signals, SIGIO, scheduling,
+   ptrace, /proc) refuse by themselves.
 
 Why direct syscalls rather than bubblewrap: the layers must come before our Landlock ruleset
 and seccomp filter and after the process group is made, in the one preexec the ingestion and
