@@ -8,7 +8,9 @@ exit status:
   0  every set ran; PRED/<set>.parquet and PRED/ingestion.json (status "ok") written
   1  the submission failed (layout, install, import, load_model, predict, invalid output,
      time limit); ingestion.json says where, with the submission's traceback
-  2  bad input or usage: options, a missing or unreadable input-data folder, set or image
+  2  bad input or usage: options, a missing or unreadable input-data folder, set or image;
+     or no layer would confine the submission's files (no Landlock, no mount namespace)
+     and --unsafe-unconfined was not given
 
 The set files and ingestion.json are written last, from memory, after every process the
 submission started is killed; ingestion.json's "manifest" holds each file's sha256.
