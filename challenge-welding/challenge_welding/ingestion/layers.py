@@ -19,10 +19,11 @@ and seccomp, in this order:
 4. **pid namespace**: ``CLONE_NEWPID`` applies to the caller's children, so the preexec
    forks: the process the ingestion started (``Popen.pid``, the group leader the reaper
    kills) stays outside and only waits, then ends the way its child ended; its child is
-   pid 1 of the new namespace, mounts a fresh ``/proc`` (it sees no other process: none of
-   ours can be signalled, traced, re-prioritised or have its /proc read: a pid of ours is
-   not even a name there) and goes on to exec. It dies if the waiter dies (PDEATHSIG), and
-   the kernel kills every process of the namespace when it ends;
+   pid 1 of the new namespace: it mounts a fresh ``/proc`` (no other process is seen: none
+   of ours can be signalled, traced, re-prioritised or have its /proc read: a pid of ours
+   is not even a name there), forks the child that goes on to exec (pid 2, so that its own
+   signals work as anywhere) and reaps orphans. Each dies if its parent dies (PDEATHSIG),
+   and the kernel kills every process of the namespace when pid 1 ends;
 5. **capabilities**: every capability up to the kernel's ``cap_last_cap`` dropped from the
    bounding set, the ambient set cleared, then effective, permitted and inheritable emptied
    (``capset``), as root or not: ``sethostname``, ``adjtimex``, ``reboot``, ``mknod``,
@@ -144,11 +145,7 @@ class Plan:
         if self.net:
             _loopback_up()
         if self.pid:
-            self._fork_into_pid_ns()
-            # pid 1 of the new namespace from here: its own /proc
-            if self.mount:
-                _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                   None), "mount /proc")
+            self._fork_into_pid_ns()  # pid 2 of the new namespace from here
 
     def _mounts(self) -> None:
         libc = _libc
@@ -193,15 +190,37 @@ class Plan:
                     _fail(f"cover {hole}")
 
     def _fork_into_pid_ns(self) -> None:
+        """Three processes: the waiter (outside, the one ``Popen`` knows), a small init (pid
+        1 inside: it reaps the namespace's orphans) and the child (pid 2, which returns and
+        execs). The child is not pid 1, whose own signals the kernel ignores: a submission
+        that kills itself dies as anywhere else. init tells the waiter, through a pipe, how
+        the child ended; the waiter ends the same way."""
+        r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:
+        if pid == 0:  # pid 1 of the new namespace
+            os.close(r)
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            return
-        # the waiter: no capability, no descriptor (the exec status pipe, the child's socket
-        # and output are its child's alone), then end as the child ended
-        drop_capabilities()
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        os.closerange(0, 1 << 20)
+            if self.mount:  # its own /proc: no process but its own is a name there
+                _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                   None), "mount /proc")
+            child = os.fork()
+            if child == 0:
+                os.close(w)
+                _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                return
+            _idle(keep=w)
+            while True:  # reap every orphan; end with the child
+                try:
+                    done, status = os.waitpid(-1, 0)
+                except InterruptedError:
+                    continue
+                except ChildProcessError:
+                    os._exit(125)
+                if done == child:
+                    os.write(w, struct.pack("=i", status))
+                    os._exit(0)
+        os.close(w)
+        _idle(keep=r)
         while True:
             try:
                 _, status = os.waitpid(pid, 0)
@@ -210,6 +229,9 @@ class Plan:
                 continue
             except ChildProcessError:
                 os._exit(125)
+        told = os.read(r, 4)
+        if len(told) == 4:
+            status = struct.unpack("=i", told)[0]
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -218,6 +240,15 @@ class Plan:
             os.kill(os.getpid(), sig)
             os._exit(128 + sig)
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
+
+
+def _idle(keep: int) -> None:
+    """A process that only waits: no capability, no descriptor but ``keep`` (the exec status
+    pipe, the child's socket and output are the child's alone)."""
+    drop_capabilities()
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.closerange(0, keep)
+    os.closerange(keep + 1, 1 << 20)
 
 
 def drop_capabilities(user: tuple[int, int] | None = None) -> None:
