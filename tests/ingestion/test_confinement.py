@@ -113,8 +113,11 @@ def target():  # the ingestion: the parent, or any process running `challenge_we
             return b"\0ingest\0" in open(f"/proc/{pid}/cmdline", "rb").read()
         except OSError:
             return False
+    # in its own pid namespace, pid 1 is the namespace's init: a fork of the ingestion (same
+    # command line) that only waits, in the namespace: not the ingestion
+    init = 1 if os.getpid() == 2 else None
     for pid in [os.getppid()] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
-        if pid and pid != os.getpid() and ingestion(pid):
+        if pid and pid not in (os.getpid(), init) and ingestion(pid):
             return pid
     raise OSError(errno.ESRCH, "no ingestion in sight")
 
@@ -135,7 +138,11 @@ def nice():
 
 def tcp():
     with socket.create_connection(("127.0.0.1", T["tcp"]), timeout=2) as s:
-        s.sendall(b"leak")
+        try:
+            s.sendall(b"leak")
+        except OSError:
+            pass  # connected: the listener may have closed already
+        return "connected"
 
 
 def udp():
@@ -147,7 +154,11 @@ def unix():
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(2)
         s.connect(T["unix"])
-        s.sendall(b"leak")
+        try:
+            s.sendall(b"leak")
+        except OSError:
+            pass
+        return "connected"
 
 
 def write_output():
