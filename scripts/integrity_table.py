@@ -35,6 +35,8 @@ def cell(name: str, data: dict) -> str:
         return f"{value['count']}" + (" (the test's too)" if value["sees_test"] else "")
     if name == "setown_sigkill" and data["exit"] < 0:
         return f"INGESTION KILLED ({data['exit']})"
+    if name == "setown_sigkill" and value == "done" and data["exit"] == 0:
+        return "sent, not delivered (ingestion ran on)"
     if value is None:
         return "-"
     if isinstance(value, int):

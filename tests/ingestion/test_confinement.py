@@ -12,20 +12,26 @@ Proved live against main first (``CW_CONFINE_CODE=/work/main/challenge-welding``
 code and only records; Linux 6.18, root, Landlock ABI 7), then on this branch:
 
 =====================  ====================================  ================================
-attack                 main (before)                         this branch (after)
+attack                 main (before), root                   this branch (after)
 =====================  ====================================  ================================
-CapEff / CapBnd        000001fffef7ffff / 000001fffef7ffff   0 / 0 (every configuration)
-sethostname            allowed (same name written back)      EPERM
-adjtimex(ADJ_TICK)     allowed (same tick written back)      EPERM
+CapEff / CapBnd        1fffef7ffff / 1fffef7ffff             0 / 0 (root, or a user namespace)
+sethostname            done (same name written back)         EPERM
+adjtimex(ADJ_TICK)     done (same tick written back)         EPERM
 reboot, wrong magic    EINVAL (capability check passed)      EPERM
-mknod char device      allowed (ABI 0); EACCES (Landlock)    EPERM
-read reference_data    read at ABI 0                         refused at every ABI
-write the output       written at ABI 0                      refused at every ABI
-F_SETOWN+SIGKILL       ingestion killed (-9), ABI 0/3/5/7    no pid of ours to aim at (pid ns)
-sched_setaffinity/nice allowed on ingestion threads           no pid of ours (pid ns)
-TCP 127.0.0.1          connected at ABI 0 and 3              no connection (network ns)
-UDP 127.0.0.1          datagram received at every ABI        nothing received (network ns)
-Unix socket file       connected at ABI 0, 3, 5, 7           refused (not in its mount ns)
+mknod char device      done (in its scratch), every ABI      EPERM
+read reference_data    read at ABI 0                         ENOENT (mount ns) or EACCES
+write the output       written at ABI 0                      ENOENT (mount ns) or EACCES
+F_SETOWN+SIGKILL       ingestion killed (-9) at ABI 0, 3, 5  ESRCH (pid ns); not delivered
+                       (ABI 7: not delivered, scoped)        (a user of its own)
+sched_setaffinity,     done on the ingestion's threads,      ESRCH (pid ns); EPERM (a user
+setpriority            every ABI                             of its own, or uid 0 without
+                                                             CAP_SYS_NICE on this kernel)
+/proc/<ing.>/environ   read, every ABI                       ESRCH (pid ns) or EACCES
+TCP 127.0.0.1          connected at ABI 0 and 3              refused (net ns; ABI >= 4)
+UDP 127.0.0.1          datagram received at every ABI        not received (net ns); received
+                                                             without namespaces
+Unix socket file       connected at ABI 0, 3, 5, 7           ENOENT (mount ns); connected
+                                                             without namespaces
 other processes        every process of the machine seen     its init and itself (pid ns)
 =====================  ====================================  ================================
 
