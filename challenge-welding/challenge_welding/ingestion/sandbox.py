@@ -1,10 +1,13 @@
 """Confine every line of participant code: Landlock, a seccomp filter, rlimits (Linux).
 
 Codabench runs the ingestion as root with 14 capabilities dropped and no-new-privileges,
-without user or mount namespaces: no other uid, no chroot. What an unprivileged process can
-still do to its children, and what this module applies between fork and exec (a
-``preexec_fn``: both survive exec and are inherited by every descendant, and neither can be
-lifted afterwards):
+without user or mount namespaces: no other uid, no chroot. Where the kernel lends more
+(root elsewhere, or unprivileged user namespaces), layers.py first puts the process in
+namespaces of its own (mount, pid, network, IPC), as a user of its own where root may
+change user, and empties every capability set in every case. Then what an unprivileged
+process can still do to its children, and what this module applies between fork and exec
+(a ``preexec_fn``: both survive exec and are inherited by every descendant, and neither
+can be lifted afterwards):
 
 * **no_new_privs** first (Landlock and seccomp require it without CAP_SYS_ADMIN);
 * **Landlock** (Linux >= 5.13): the process may read only its environment, the system's
@@ -28,7 +31,8 @@ bind root.
 Why a hand-written ctypes binding: the PyPI ``landlock`` package is a pre-release (0.x,
 alpha) and has no seccomp; the three Landlock syscalls and one prctl are a few lines each.
 
-Where the kernel lacks Landlock the submission runs as before and the run says so (a
+Where the kernel lacks Landlock, a mount namespace confines the files if one is lent; if
+none is, ``ingest`` refuses unless ``--unsafe-unconfined``, and then the run says so (a
 warning, ``ingestion.json``'s ``sandbox`` section); organisers can refuse such runs
 (``integrity.require_sandbox`` in the scoring config). ``CHALLENGE_WELDING_LANDLOCK_ABI_MAX``
 caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
