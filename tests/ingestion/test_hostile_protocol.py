@@ -160,10 +160,12 @@ def test_class6_copied_images_are_removed_and_the_scorer_refuses_extras(tmp_path
     # cleaning is then the line of defence (with Landlock the copy itself is refused:
     # test_sandbox.py, class 5).
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
+    monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # no mount namespace either
     out = tmp_path / "pred"
     image = input_data / "performance" / "images" / "per000.jpeg"
     component = STEAL.replace("@IMAGE@", str(image)).replace("@OUT@", str(out))
-    report, out = run(tmp_path, input_data, env_cache, component, sets=None)
+    report, out = run(tmp_path, input_data, env_cache, component, sets=None,
+                      unsafe_unconfined=True)
     assert report["status"] == "ok", report["errors"]
     assert not (out / "per000.jpeg").exists() and not (out / "loot").exists()
     assert any("removed 2 entries the submission left in the output folder: loot, per000.jpeg"
@@ -268,8 +270,10 @@ class MyAIComponent(AbstractAIComponent):
 def test_class7_folders_planted_at_temporary_names_do_not_matter(tmp_path, input_data,
                                                                   env_cache, monkeypatch):
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")  # no Landlock: it can plant
+    monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # no mount namespace either
     out = tmp_path / "pred"
-    report, out = run(tmp_path, input_data, env_cache, PLANT.replace("@OUT@", str(out)))
+    report, out = run(tmp_path, input_data, env_cache, PLANT.replace("@OUT@", str(out)),
+                      unsafe_unconfined=True)
     assert report["status"] == "ok", report["errors"]
     assert sorted(p.name for p in out.iterdir()) == [
         "ingestion.json", "ingestion.log", "performance.parquet", "submission_output.log"]
@@ -420,6 +424,7 @@ class MyAIComponent(AbstractAIComponent):
 def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, input_data,
                                                                    env_cache, change, monkeypatch):
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")  # as above: no Landlock
+    monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # no mount namespace either
     from challenge_welding.contract.errors import SubmissionFailed
     from challenge_welding.scoring.provenance import read_report
 
@@ -431,7 +436,7 @@ def test_class6_in_a_codabench_output_holding_the_submissions_copy(tmp_path, inp
                           extra={"challenge_solution/attack.py": ATTACK})
     shutil.copytree(sub, out)  # what Codabench's worker does with a submission
     report = ingest(sub, input_data, out, cache_dir=env_cache, progress=False,
-                    sets=["performance"], batch_size=3)
+                    sets=["performance"], batch_size=3, unsafe_unconfined=True)
     assert not (out / "challenge_solution" / "per000.jpeg").exists()
     assert report["preexisting"] == ["challenge_solution", "requirements.txt", "setup.py"]
     if not change:

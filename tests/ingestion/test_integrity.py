@@ -144,6 +144,7 @@ def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache, 
     # these defences must hold without Landlock too (with it the writes are refused outright,
     # and the component could not write its pid file: tests/ingestion/test_sandbox.py)
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
+    monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # nor the namespaces' layers
 
     # drift is absent from the input (skipped): a forged drift.parquet must not stay either
     data = make_input_data(tmp_path / "data", sets=[s for s in SET_NAMES if s != "drift"])
@@ -151,7 +152,7 @@ def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache, 
     forged = forged_files(tmp_path / "forged")
     component = REWRITER.replace("@OUTPUT@", str(out)).replace("@FORGED@", str(forged)) \
         .replace("@PIDFILE@", str(pidfile))
-    report, out = run(tmp_path, data, env_cache, component)
+    report, out = run(tmp_path, data, env_cache, component, unsafe_unconfined=True)
     assert report["status"] == "ok", report["errors"]
     assert report["sets"]["drift"]["status"] == "skipped"
     assert not (out / "drift.parquet").exists()
@@ -294,6 +295,7 @@ def test_d_the_next_batch_cannot_be_seen_before_its_hand_over(tmp_path, env_cach
     # without Landlock (which would refuse the log file this component reports in): the
     # decode-ahead must stay out of reach by itself
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
+    monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # nor the namespaces' layers
     data = tmp_path / "data"
     (data / "performance" / "images").mkdir(parents=True)
     rows, colours = [], []
@@ -309,7 +311,8 @@ def test_d_the_next_batch_cannot_be_seen_before_its_hand_over(tmp_path, env_cach
     assert len({tuple(c) for c in colours}) == 6
     log = tmp_path / "peek.txt"
     component = PEEKER.format(colours=colours, report=str(log))
-    report, out = run(tmp_path, data, env_cache, component, batch_size=1, sets=["performance"])
+    report, out = run(tmp_path, data, env_cache, component, batch_size=1, sets=["performance"],
+                      unsafe_unconfined=True)
     assert report["status"] == "ok", report["errors"]
     # the later batches were decoded ahead (in the ingestion's memory) while predict() ran
     assert report["integrity"]["decode_ahead"] is True

@@ -8,7 +8,9 @@ exit status:
   0  every set ran; PRED/<set>.parquet and PRED/ingestion.json (status "ok") written
   1  the submission failed (layout, install, import, load_model, predict, invalid output,
      time limit); ingestion.json says where, with the submission's traceback
-  2  bad input or usage: options, a missing or unreadable input-data folder, set or image
+  2  bad input or usage: options, a missing or unreadable input-data folder, set or image;
+     or no layer would confine the submission's files (no Landlock, no mount namespace)
+     and --unsafe-unconfined was not given
   3  the output could not be written (no space left, read-only, a file where a folder is
      needed, no permission): checked before the submission runs where it can be; when it
      fails at the end, the run's files are kept in the temporary folder the line names
@@ -83,6 +85,10 @@ def add_arguments(parser):
     parser.add_argument("--max-processes", type=int, default=512, metavar="N",
                         help="processes the submission may run at once; more is a fork storm "
                              "that fails the run (default 512)")
+    parser.add_argument("--unsafe-unconfined", action="store_true",
+                        help="organisers: run the submission even where no layer confines its "
+                             "files (no Landlock, no mount namespace): it could read the "
+                             "reference data; ingestion.json and the results say so")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (drawn only on a terminal; a log gets one line "
                              "per set)")
@@ -103,5 +109,5 @@ def run(args):
         warmup=not args.no_warmup, progress=not args.no_progress,
         exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
         no_network=args.no_network, run_network=args.run_network,
-        max_processes=args.max_processes)
+        max_processes=args.max_processes, unsafe_unconfined=args.unsafe_unconfined)
     return 0 if report["status"] == "ok" else 1

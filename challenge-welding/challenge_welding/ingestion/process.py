@@ -32,7 +32,7 @@ from pathlib import Path
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.text import inert
 from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import clock, reaper, wire
+from challenge_welding.ingestion import clock, layers, reaper, wire
 from challenge_welding.ingestion.environment import participant_env
 from challenge_welding.ingestion.protocol import BatchBuffer
 
@@ -149,7 +149,8 @@ def _raise_oom_score() -> None:  # runs in the child before exec
     except OSError:
         pass
     os.setsid()  # own process group: a kill also ends processes the submission spawned
-    reaper.drop_ptrace()  # cannot read the evaluator's memory or descriptors, even as root
+    reaper.drop_ptrace()  # no_new_privs; then no capability at all, even as root
+    layers.drop_capabilities()
 
 
 class Child:

@@ -69,7 +69,7 @@ DEFAULTS = dict(
     load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
     decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
-    python=None, allow_source_builds=False, install_progress=None,
+    python=None, allow_source_builds=False, install_progress=None, unsafe_unconfined=False,
 )
 # sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
 # child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
@@ -389,6 +389,10 @@ class Ingestion:
         self.box = Sandbox.for_run(self.input_data, output, opt["isolation"],
                                    not opt["no_network"], opt["run_network"],
                                    int(opt["max_processes"]), [CHILD_SCRIPT])
+        self.box.unsafe = bool(opt["unsafe_unconfined"])
+        if not (self.box.files_confined() or self.box.unsafe):
+            raise ChallengeError(self.box.refusal())
+        self.log(self.box.layers_line())
         self.report.sandbox = self.box.describe()
         if self.box.warning():
             self.report.warn(self.box.warning(), self.log)

@@ -1,10 +1,13 @@
 """Confine every line of participant code: Landlock, a seccomp filter, rlimits (Linux).
 
 Codabench runs the ingestion as root with 14 capabilities dropped and no-new-privileges,
-without user or mount namespaces: no other uid, no chroot. What an unprivileged process can
-still do to its children, and what this module applies between fork and exec (a
-``preexec_fn``: both survive exec and are inherited by every descendant, and neither can be
-lifted afterwards):
+without user or mount namespaces: no other uid, no chroot. Where the kernel lends more
+(root elsewhere, or unprivileged user namespaces), layers.py first puts the process in
+namespaces of its own (mount, pid, network, IPC), as a user of its own where root may
+change user, and empties every capability set in every case. Then what an unprivileged
+process can still do to its children, and what this module applies between fork and exec
+(a ``preexec_fn``: both survive exec and are inherited by every descendant, and neither
+can be lifted afterwards):
 
 * **no_new_privs** first (Landlock and seccomp require it without CAP_SYS_ADMIN);
 * **Landlock** (Linux >= 5.13): the process may read only its environment, the system's
@@ -30,7 +33,8 @@ bind root.
 Why a hand-written ctypes binding: the PyPI ``landlock`` package is a pre-release (0.x,
 alpha) and has no seccomp; the three Landlock syscalls and one prctl are a few lines each.
 
-Where the kernel lacks Landlock the submission runs as before and the run says so (a
+Where the kernel lacks Landlock, a mount namespace confines the files if one is lent; if
+none is, ``ingest`` refuses unless ``--unsafe-unconfined``, and then the run says so (a
 warning, ``ingestion.json``'s ``sandbox`` section); organisers can refuse such runs
 (``integrity.require_sandbox`` in the scoring config). ``CHALLENGE_WELDING_LANDLOCK_ABI_MAX``
 caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
@@ -53,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding.ingestion import reaper
+from challenge_welding.ingestion import layers, reaper
 
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
@@ -387,11 +391,17 @@ class _Prepared:
 
 
 class Confinement:
-    """A preexec_fn: own process group, then :class:`Policy` and the seccomp guard."""
+    """A preexec_fn: own process group, the namespaces of ``plan`` (layers.py), no
+    capability, then :class:`Policy` and the seccomp guard."""
 
     def __init__(self, policy: Policy, seccomp: bool = True, oom_adj: bool = False,
-                 max_processes: int = 0):
+                 max_processes: int = 0, plan: "layers.Plan | None" = None,
+                 user: tuple[int, int] | None = None):
         self.policy = policy
+        self.plan = plan
+        self.user = user  # (uid, gid) to become, or None: the evaluator's
+        if plan is not None:
+            plan.prepare()
         self.env: dict = {}                  # environment variables the confined process gets
         self.max_processes = max_processes   # the fork watchdog's cap (0: none)
         self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
@@ -407,11 +417,21 @@ class Confinement:
             except OSError:
                 pass
         if self.prepared is not None:
-            reaper.drop_ptrace()
-            self.prepared.apply()
+            try:
+                if self.plan is not None:
+                    self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
+                layers.drop_capabilities(self.user)
+                self.prepared.apply()
+            except Exception as exc:  # noqa: BLE001 - one line in the step's log, never run unconfined
+                os.write(2, f"challenge-welding sandbox: {type(exc).__name__}: {exc}\n".encode())
+                os._exit(125)
 
     def describe(self) -> dict:
         out = self.policy.describe()
+        out["namespaces"] = self.plan.names() if self.plan is not None else []
+        out["capabilities"] = "none (bounding, ambient, effective, permitted, inheritable " \
+            "emptied)" if os.geteuid() == 0 or (self.plan and self.plan.userns) else \
+            "none held (not root; bounding set kept, inert under no_new_privs)"
         out["seccomp"] = ("setsid/setpgid refused; signals, SIGIO owners, scheduling, priorities, "
                           "limits and process_vm_* on any process outside the submission's "
                           "group refused; splice/vmsplice/tee/io_uring refused") \
@@ -433,6 +453,8 @@ class Sandbox:
     abi: int = field(default_factory=usable_abi)
     kernel: int = field(default_factory=kernel_abi)
     installed: dict | None = None   # what the last install step ran under
+    namespaces: dict = field(default_factory=layers.probe)  # what the kernel lends (layers.py)
+    unsafe: bool = False        # --unsafe-unconfined: run even where no layer confines files
 
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
@@ -464,31 +486,107 @@ class Sandbox:
         net = self.install_network if network is None else network and self.install_network
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
                      holes=self.holes, network=net, abi=self.abi)
-        conf = Confinement(pol, max_processes=self.max_processes)
+        conf = Confinement(pol, max_processes=self.max_processes,
+                           plan=self._plan(pol, network=net))
         self.installed = conf.describe()
         return conf
 
     def run(self, env_prefix: str, read, scratch) -> Confinement:
-        """For the child: read its environment, the submission and child.py; write scratch."""
+        """For the child: read its environment, the submission and child.py; write scratch.
+        As a user of its own (:func:`layers.sandbox_user`): the scratch folders become its,
+        our per-run copies it reads (the submission, its site folder) readable by it."""
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
                            *self.evaluator_read],
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
-        return Confinement(pol, oom_adj=True, max_processes=self.max_processes)
+        plan = self._plan(pol, network=self.run_network)
+        user, self.user_line = layers.sandbox_user(plan is not None)
+        if user is not None:
+            for folder in scratch:
+                _walk(folder, lambda p, _d: os.chown(p, *user, follow_symlinks=False))
+            work = {str(Path(f).parent) for f in scratch}
+            for path in read:  # only our own copies, in the run's work folder
+                if any(layers._under(os.path.realpath(path), w) for w in work):
+                    _walk(path, lambda p, d: os.chmod(p, os.stat(p).st_mode | (0o005 if d else 0o004)))
+        return Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
+                           user=user)
+
+    def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
+        """The namespaces the kernel lends, around ``pol``'s folders; none if it lends none.
+        No network namespace where the step may use the network (an install that downloads)."""
+        ns = self.namespaces
+        if not ns.get("mount"):
+            return None
+        return layers.Plan(userns=ns["userns"], mount=True, ipc=ns["ipc"],
+                           net=ns["net"] and not network, pid=ns["pid"], read=list(pol.read),
+                           write=list(pol.write), holes=list(pol.holes))
+
+    user_line: str = ""
+
+    def files_confined(self) -> bool:
+        """Whether a layer keeps the submission off our files: Landlock or a mount namespace
+        (read-only tree, holes covered)."""
+        return bool(self.abi or self.namespaces.get("mount"))
+
+    def layers(self) -> dict:
+        """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
+        ns = self.namespaces
+        root = os.geteuid() == 0
+        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")))[1]
+        return {"user": user_line,
+                "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
+                               if ns.get("userns" if n == "user" else n)],
+                "capabilities": "none" if root or ns.get("userns") else
+                                "none held (bounding set inert: no_new_privs)",
+                "landlock_abi": self.abi, "seccomp": SYS is not None,
+                "files_confined": self.files_confined(),
+                "unsafe_unconfined": self.unsafe and not self.files_confined()}
+
+    def layers_line(self) -> str:
+        """One line: which layers hold."""
+        lay = self.layers()
+        ns = ", ".join(lay["namespaces"]) or "none"
+        return (f"sandbox layers: user: {lay['user']}; namespaces: {ns}; capabilities: "
+                f"{lay['capabilities']}; Landlock ABI {lay['landlock_abi']}"
+                + ("" if lay["landlock_abi"] else " (none)")
+                + f"; seccomp: {'yes' if lay['seccomp'] else 'no'}"
+                + ("" if lay["files_confined"] else "; FILES NOT CONFINED"))
 
     def describe(self) -> dict:
         return {"landlock_abi": self.abi or None, "kernel_landlock_abi": self.kernel,
+                "unsafe_unconfined": self.unsafe and not self.files_confined(),
                 "abi_cap": os.environ.get(ABI_MAX_ENV) or None,
-                "max_processes": self.max_processes,
+                "max_processes": self.max_processes, "layers": self.layers(),
                 "network": {"install": "allowed" if self.install_network else "denied",
                             "run": "allowed" if self.run_network else "denied"}}
 
+    def refusal(self) -> str:
+        """The one line ``ingest`` stops with where nothing confines files and the organiser
+        did not say --unsafe-unconfined."""
+        return ("no layer confines the submission's files here (no Landlock: kernel ABI "
+                f"{self.kernel}, cap {os.environ.get(ABI_MAX_ENV) or 'none'}; no mount namespace"
+                "; no separate user): it could read the reference data and write the output "
+                "folder; run on a kernel with Landlock (>= 5.13) or where namespaces are lent, "
+                "or pass --unsafe-unconfined to run it anyway (the results will say so)")
+
     def warning(self) -> str | None:
         """One loud line when the files are not confined."""
-        if self.abi:
+        if self.files_confined():
             return None
         return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
                 "can read and write whatever this user can; only the seccomp guard, the process "
                 "cap and the evaluator's file hashes protect the run")
+
+
+def _walk(top, fn) -> None:
+    """``fn(path, is_dir)`` on ``top`` and everything beneath it (symlinks not followed)."""
+    if os.path.islink(top):
+        return
+    fn(str(top), os.path.isdir(top))
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                fn(path, os.path.isdir(path))
 
 
 def evaluator_site_dirs() -> list[str]:

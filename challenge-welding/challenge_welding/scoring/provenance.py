@@ -148,7 +148,14 @@ def sandbox_line(report: dict | None) -> str:
         return "sandbox: none recorded (ingestion without a sandbox section)"
     abi = box.get("landlock_abi")
     run = box.get("run") if isinstance(box.get("run"), dict) else {}
-    parts = [f"Landlock ABI {abi}" if abi else "NO Landlock (files not confined)"]
+    lay = box.get("layers") if isinstance(box.get("layers"), dict) else {}
+    parts = [f"Landlock ABI {abi}" if abi else "UNSAFE, files not confined (--unsafe-unconfined)"
+             if box.get("unsafe_unconfined") else "no Landlock, files in a mount namespace"
+             if lay.get("files_confined") else "NO Landlock (files not confined)"]
+    if lay.get("namespaces"):
+        parts.append("namespaces: " + ", ".join(map(str, lay["namespaces"])))
+    if lay.get("capabilities") == "none":
+        parts.append("no capabilities")
     if run.get("net"):
         parts.append(f"network: {run['net']}")
     if run.get("scoping"):
@@ -174,7 +181,8 @@ def check_sandbox(predictions_dir, config: dict, verify: bool = True) -> str:
     report = report if isinstance(report, dict) else {}
     box = report.get("sandbox")
     if config.integrity.require_sandbox and report.get("origin") != "virtual" \
-            and not (isinstance(box, dict) and box.get("landlock_abi")):
+            and not (isinstance(box, dict) and (box.get("landlock_abi") or (
+                isinstance(box.get("layers"), dict) and box["layers"].get("files_confined")))):
         raise SubmissionFailed(f"{path}: the submission ran without a sandbox (no Landlock) and "
                                "the scoring config requires one (integrity.require_sandbox)")
     return sandbox_line(report)

@@ -1,0 +1,403 @@
+"""The layers beneath Landlock and seccomp: no capabilities, namespaces, a read-only world.
+
+Applied in the confined process's ``preexec_fn`` (sandbox.Confinement), before Landlock
+and seccomp, in this order:
+
+1. **user namespace** (only where the evaluator is not root and the kernel lends one: a
+   participant's laptop): the same uid mapped to itself, ``setgroups`` denied; it gives the
+   process the right to make the namespaces below and to empty its bounding set;
+2. **namespaces** (``unshare``): mount (always, when any is lent), IPC, network (loopback
+   only, brought up; not at install time when the install may download), pid;
+3. **mount namespace**: every mount made private; the users' and temporary folders
+   (``/root``, ``/home``, ``/tmp``, ``/var/tmp``, ``/run``, ``/dev/shm``) replaced by empty
+   tmpfs, with only the folders the process must read or write bound back at their own
+   paths; the whole tree read-only (``mount_setattr``, recursive) but for those it writes;
+   the run's holes (input data, reference data, the output folder, the evaluator's
+   site-packages) covered by an empty, unreadable, read-only tmpfs. Files are then confined
+   without Landlock, even for a process that stays uid 0 (root without CAP_DAC_OVERRIDE
+   still owns root's files: only a read-only mount stops it writing them);
+4. **pid namespace**: ``CLONE_NEWPID`` applies to the caller's children, so the preexec
+   forks: the process the ingestion started (``Popen.pid``, the group leader the reaper
+   kills) stays outside and only waits, then ends the way its child ended; its child is
+   pid 1 of the new namespace: it mounts a fresh ``/proc`` (no other process is seen: none
+   of ours can be signalled, traced, re-prioritised or have its /proc read: a pid of ours
+   is not even a name there), forks the child that goes on to exec (pid 2, so that its own
+   signals work as anywhere) and reaps orphans. Each dies if its parent dies (PDEATHSIG),
+   and the kernel kills every process of the namespace when pid 1 ends;
+5. **capabilities**: every capability up to the kernel's ``cap_last_cap`` dropped from the
+   bounding set, the ambient set cleared, then effective, permitted and inheritable emptied
+   (``capset``), as root or not: ``sethostname``, ``adjtimex``, ``reboot``, ``mknod``,
+   mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows);
+6. **a user of its own** (:func:`sandbox_user`; the child, where root may change user and a
+   mount namespace is lent): between emptying the bounding set and ``capset``, no group and
+   uid/gid 64290, so that the kernel's same-user checks (signals, SIGIO, scheduling,
+   ptrace, /proc) refuse by themselves.
+
+Why direct syscalls rather than bubblewrap: the layers must come before our Landlock ruleset
+and seccomp filter and after the process group is made, in the one preexec the ingestion and
+its reaper already drive (the child's pid, its group, the socket it inherits); bwrap would
+be a second exec between them, with its own seccomp hand-over by descriptor and a setuid
+helper or user namespaces the Codabench worker does not lend, and it is one more package in
+the evaluator image. The syscalls are unshare, mount, mount_setattr, capset and prctl: each
+a line. Where the kernel (or the container) lends no namespace, :func:`probe` says so and
+the layers above (Landlock, seccomp) hold alone; ``ingest`` says which layers hold.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import platform
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MOUNT_ATTR_RDONLY, AT_RECURSIVE = 0x1, 0x8000
+SYS_MOUNT_SETATTR = 442  # the same on x86_64 and aarch64 (the generic table)
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine())
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
+PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 38, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+# Folders of users and temporary files: replaced by an empty tmpfs (what the process needs
+# inside them is bound back). A socket of the organiser's (Docker's, Podman's) lives there.
+MASKED = ("/root", "/home", "/tmp", "/var/tmp", "/run", "/dev/shm")
+
+
+def last_cap() -> int:
+    """The kernel's highest capability number (40 on 6.x; 37 on 5.4)."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 63
+
+
+@dataclass
+class Plan:
+    """Which layers to make; built in the parent, applied in the preexec (:meth:`enter`)."""
+
+    userns: bool = False          # a user namespace first (not root)
+    mount: bool = False
+    ipc: bool = False
+    net: bool = False             # a network namespace (loopback only)
+    pid: bool = False
+    read: list = field(default_factory=list)    # bound back read-only under MASKED
+    write: list = field(default_factory=list)   # bound back writable, kept writable
+    holes: list = field(default_factory=list)   # covered by an empty unreadable tmpfs
+    uid: int = 0
+    gid: int = 0
+
+    def flags(self) -> int:
+        return ((CLONE_NEWUSER if self.userns else 0) | (CLONE_NEWNS if self.mount else 0)
+                | (CLONE_NEWIPC if self.ipc else 0) | (CLONE_NEWNET if self.net else 0)
+                | (CLONE_NEWPID if self.pid else 0))
+
+    def names(self) -> list[str]:
+        return [n for n, on in (("user", self.userns), ("mount", self.mount), ("ipc", self.ipc),
+                                ("net", self.net), ("pid", self.pid)) if on]
+
+    def prepare(self) -> None:
+        """Resolve the paths (in the parent: no path walk after fork)."""
+        real = os.path.realpath
+        # name resolution (an install that downloads): resolv.conf often links into /run
+        self.read = [*self.read, *(f for f in ("/etc/resolv.conf", "/etc/hosts")
+                                   if os.path.exists(f))]
+        self.write = sorted({real(p) for p in self.write if p and os.path.exists(p)})
+        self.read = sorted({real(p) for p in self.read if p and os.path.exists(p)} - set(self.write))
+        keep = self.read + self.write
+        # a hole that holds something the process must reach stays (Landlock carves it)
+        self.holes = sorted({real(h) for h in self.holes if h and os.path.isdir(h)
+                             and not any(_under(k, real(h)) for k in keep)})
+        self.uid, self.gid = os.getuid(), os.getgid()
+
+    # -- after fork -------------------------------------------------------------------------
+    def enter(self) -> None:
+        """In the forked process, before exec: make the namespaces and the mounts; with a pid
+        namespace, fork: this process waits (never returns) and its child returns."""
+        if self.userns:
+            _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+            # the ingestion is non-dumpable (reaper.guarded), and so this fork of it: its
+            # /proc/self files are root's until it is dumpable again (exec would do it)
+            _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"{self.uid} {self.uid} 1")
+            _write("/proc/self/gid_map", f"{self.gid} {self.gid} 1")
+            _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        rest = self.flags() & ~CLONE_NEWUSER
+        if rest:
+            _check(_libc.unshare(rest), "unshare")
+        if self.mount:
+            self._mounts()
+        if self.net:
+            _loopback_up()
+        if self.pid:
+            self._fork_into_pid_ns()  # pid 2 of the new namespace from here
+
+    def _mounts(self) -> None:
+        libc = _libc
+        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+        # descriptors of what is bound back, opened before the tmpfs hide them
+        back = []
+        for path in sorted(self.read + self.write):  # a folder before what it holds
+            if any(_under(path, m) for m in MASKED):
+                try:
+                    back.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC), path in self.write))
+                except OSError:
+                    continue  # out of this user's reach anyway: nothing to bind back
+        for mask in MASKED:
+            if os.path.isdir(mask) and not os.path.islink(mask):
+                _check(libc.mount(b"tmpfs", mask.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                                  b"mode=0755,size=1m" if mask != "/dev/shm" else b"mode=1777"),
+                       f"mount tmpfs on {mask}")
+        for path, fd, _w in back:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None,
+                              MS_BIND | MS_REC, None), f"bind {path}")
+            os.close(fd)
+        # the whole tree read-only, then what it writes writable again
+        attr = ctypes.create_string_buffer(struct.pack("=QQQQ", MOUNT_ATTR_RDONLY, 0, 0, 0), 32)
+        _check(libc.syscall(SYS_MOUNT_SETATTR, -100, b"/", AT_RECURSIVE, attr, 32),
+               "mount_setattr / read-only")
+        shm = ["/dev/shm"] if "/dev/shm" in MASKED and os.path.isdir("/dev/shm") else []
+        for path in self.write + shm:
+            _check(libc.mount(path.encode(), path.encode(), None, MS_BIND | MS_REC, None),
+                   f"bind {path}")
+            clear = ctypes.create_string_buffer(struct.pack("=QQQQ", 0, MOUNT_ATTR_RDONLY, 0, 0), 32)
+            _check(libc.syscall(SYS_MOUNT_SETATTR, -100, path.encode(), AT_RECURSIVE, clear, 32),
+                   f"mount_setattr {path} writable")
+        for hole in self.holes:
+            if libc.mount(b"tmpfs", hole.encode(), b"tmpfs",
+                          MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=000,size=4k") != 0:
+                if ctypes.get_errno() != errno.ENOENT:  # hidden already (under a mask)
+                    _fail(f"cover {hole}")
+
+    def _fork_into_pid_ns(self) -> None:
+        """Three processes: the waiter (outside, the one ``Popen`` knows), a small init (pid
+        1 inside: it reaps the namespace's orphans) and the child (pid 2, which returns and
+        execs). The child is not pid 1, whose own signals the kernel ignores: a submission
+        that kills itself dies as anywhere else. init tells the waiter, through a pipe, how
+        the child ended; the waiter ends the same way."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pid 1 of the new namespace
+            os.close(r)
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if self.mount:  # its own /proc: no process but its own is a name there
+                _check(_libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                   None), "mount /proc")
+            child = os.fork()
+            if child == 0:
+                os.close(w)
+                _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                return
+            _idle(keep=w)
+            while True:  # reap every orphan; end with the child
+                try:
+                    done, status = os.waitpid(-1, 0)
+                except InterruptedError:
+                    continue
+                except ChildProcessError:
+                    os._exit(125)
+                if done == child:
+                    os.write(w, struct.pack("=i", status))
+                    os._exit(0)
+        os.close(w)
+        _idle(keep=r)
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                os._exit(125)
+        told = os.read(r, 4)
+        if len(told) == 4:
+            status = struct.unpack("=i", told)[0]
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
+
+
+def _idle(keep: int) -> None:
+    """A process that only waits: no capability, no descriptor but ``keep`` (the exec status
+    pipe, the child's socket and output are the child's alone)."""
+    drop_capabilities()
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.closerange(0, keep)
+    os.closerange(keep + 1, 1 << 20)
+
+
+def drop_capabilities(user: tuple[int, int] | None = None) -> None:
+    """Bounding set emptied (up to ``cap_last_cap``), ambient cleared, then (``user``: (uid,
+    gid)) no supplementary group and that uid/gid, real, effective and saved, then effective,
+    permitted and inheritable emptied: nothing held, nothing an exec could give back."""
+    libc = _libc
+    for cap in range(last_cap() + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP: checked below
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if user is not None:
+        try:
+            os.setgroups([])
+            os.setresgid(user[1], user[1], user[1])
+            os.setresuid(user[0], user[0], user[0])
+        except OSError as exc:
+            os.write(2, f"challenge-welding sandbox: cannot become uid {user[0]} ({exc})\n"
+                     .encode())
+            os._exit(125)
+    header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all 0
+    if SYS_CAPSET is None or libc.syscall(SYS_CAPSET, header, data) != 0:
+        _fail("capset")
+
+
+def capability_sets(pid: int | str = "self") -> dict:
+    """{"CapInh": int, ...} from /proc/<pid>/status."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":\t")
+                if key.startswith("Cap"):
+                    out[key] = int(value, 16)
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _fail(what: str) -> None:
+    err = ctypes.get_errno()
+    os.write(2, f"challenge-welding sandbox: {what} failed ({os.strerror(err)})\n".encode())
+    os._exit(125)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        _fail(what)
+
+
+def _loopback_up() -> None:
+    """A new network namespace has only ``lo``, down: up, so 127.0.0.1 inside works (and
+    reaches nothing but the namespace itself)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
+# -- what the kernel lends ------------------------------------------------------------------
+_PROBED: dict = {}
+# "0": use no namespace (what a Codabench worker lends), to test the other layers alone; a
+# comma list ("mount,ipc"): only those of the lent ones
+NAMESPACES_ENV = "CHALLENGE_WELDING_NAMESPACES"
+# The user participant code runs as, where the evaluator may change user: a high uid and gid
+# with no passwd entry and no group (no file on the machine belongs to it but its scratch);
+# "none": stay the evaluator's user.
+SANDBOX_UID_ENV = "CHALLENGE_WELDING_SANDBOX_UID"
+DEFAULT_SANDBOX_UID = 64290
+CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
+
+
+def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
+    """((uid, gid), why) of the user to run participant code as, or (None, why not).
+
+    Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
+    CAP_CHOWN: an organiser's server, ``docker run`` with Docker's default capabilities; not
+    a Codabench worker, which drops them) and a mount namespace is lent: in it the
+    interpreter and environment under ``/root`` are reachable (bound back under an empty,
+    traversable ``/root``) while our folders are not there at all."""
+    want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
+    if want == "none":
+        return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
+    uid = int(want) if want.isdigit() and int(want) > 0 else DEFAULT_SANDBOX_UID
+    if os.geteuid() != 0:
+        return None, "same user as the evaluator (not root: cannot change user)"
+    eff = capability_sets().get("CapEff", 0)
+    if not all(eff >> c & 1 for c in (CAP_CHOWN, CAP_SETGID, CAP_SETUID)):
+        return None, "same user as the evaluator (uid 0, no capability: CAP_SETUID dropped)"
+    if not mount_ns:
+        return None, "same user as the evaluator (uid 0, no capability: no mount namespace " \
+                     "to reach the interpreter from another user)"
+    return (uid, uid), f"uid {uid}, gid {uid}, no groups (run; the install: uid 0, no capability)"
+
+
+def probe() -> dict:
+    """{"userns", "mount", "ipc", "net", "pid"}: which namespaces this process may make
+    (tried in a throwaway process, once per run of the evaluator); all False off Linux."""
+    names = ("userns", "mount", "ipc", "net", "pid")
+    want = os.environ.get(NAMESPACES_ENV, "").strip()
+    if want == "0":
+        return dict.fromkeys(names, False)
+    if want:
+        lent = _probe(names)
+        keep = set(want.replace(" ", "").split(",")) | {"userns"}
+        return {n: lent[n] and n in keep for n in names}
+    return _probe(names)
+
+
+def _probe(names) -> dict:
+    if _PROBED:
+        return dict(_PROBED)
+    if _libc is None or SYS_CAPSET is None:
+        _PROBED.update(dict.fromkeys(names, False))
+        return dict(_PROBED)
+    root = os.geteuid() == 0 and _holds_sys_admin()
+    plan = Plan(userns=not root, mount=True, ipc=True, net=True, pid=True)
+    ok = _try(plan)
+    if not ok:  # the pid namespace alone may be refused (nested containers): try without it
+        plan.pid = False
+        ok = _try(plan)
+    _PROBED.update(userns=ok and plan.userns, mount=ok, ipc=ok, net=ok, pid=ok and plan.pid)
+    return dict(_PROBED)
+
+
+def _holds_sys_admin() -> bool:
+    return bool(capability_sets().get("CapEff", 0) >> 21 & 1)
+
+
+def _try(plan: Plan) -> bool:
+    plan.prepare()
+
+    def pre():
+        plan.enter()
+        drop_capabilities()
+    try:
+        return subprocess.run(["/bin/sh", "-c", "exit 0"], preexec_fn=pre, timeout=30,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
