@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import glob
 import hashlib
 import os
@@ -203,6 +202,11 @@ def atomic_path(path, what: str | None = None):
             raise
 
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; folders are then never locked, and never swept
+    fcntl = None
+
 OWNER_FILE = ".cw-owner"  # locked (flock) by the run that made the folder, while it lives
 
 
@@ -217,6 +221,9 @@ class OwnedFolder:
         # unlocked (the lock follows the inode). Non-inheritable (Python's default): a
         # process we start cannot keep the lock alive.
         locking = self.path / (OWNER_FILE + ".new")
+        self._fd = None
+        if fcntl is None:
+            return
         self._fd = os.open(locking, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.rename(locking, self.path / OWNER_FILE)
@@ -245,6 +252,8 @@ def remove_stale(prefix: str, dir=None) -> list[Path]:
     A folder without an owner file is left alone (kept on purpose, or not ours); a live
     run's lock is held, so two runs at once never remove each other's folders."""
     removed = []
+    if fcntl is None:  # no lock to tell a dead owner from a live one: sweep nothing
+        return removed
     base = Path(dir or tempfile.gettempdir())
     try:
         entries = sorted(base.glob(glob.escape(prefix) + "*"))

@@ -47,16 +47,20 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import os
 import platform
-import resource
 import signal
 import socket
 import struct
 import subprocess
 import sys
 from dataclasses import dataclass, field
+
+try:  # Linux-only modules: this module is imported (not used) where they are missing
+    import fcntl
+    import resource
+except ImportError:
+    fcntl = resource = None
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 

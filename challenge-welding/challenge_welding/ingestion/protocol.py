@@ -47,7 +47,10 @@ first write.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+try:
+    import fcntl
+except ImportError:  # Windows: no seals; the file fallback crosses read-only (see seal())
+    fcntl = None
 import gc
 import mmap
 import os
