@@ -72,8 +72,8 @@ def check_interrupted(predictions_dir) -> None:
     checks speak."""
     path = Path(predictions_dir) / REPORT_FILE
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        report = read_json(path)  # checked: sizes and nesting before parsing
+    except (FileRefused, OSError):
         return
     if not isinstance(report, dict) or report.get("status") != "interrupted":
         return
