@@ -27,9 +27,10 @@ sched_setaffinity,     done on the ingestion's threads,      ESRCH (pid ns); EPE
 setpriority            every ABI                             of its own, or uid 0 without
                                                              CAP_SYS_NICE on this kernel)
 /proc/<ing.>/environ   read, every ABI                       ESRCH (pid ns) or EACCES
-TCP 127.0.0.1          connected at ABI 0 and 3              refused (net ns; ABI >= 4)
-UDP 127.0.0.1          datagram received at every ABI        not received (net ns); received
-                                                             without namespaces
+TCP 127.0.0.1          connected at ABI 0 and 3              refused (net ns; ABI >= 4;
+                                                             seccomp's socket() rule)
+UDP 127.0.0.1          datagram received at every ABI        refused (net ns; seccomp's
+                                                             socket() rule), every ABI
 Unix socket file       connected at ABI 0, 3, 5, 7           ENOENT (mount ns); connected
                                                              without namespaces
 other processes        every process of the machine seen     its init and itself (pid ns)
@@ -399,15 +400,13 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
     assert a["read_reference"].startswith("refused"), a["read_reference"]
     assert a["write_output"].startswith("refused") and not r["planted"]
     # nothing reached the test's sockets on 127.0.0.1
-    # TCP: a network namespace or Landlock ABI >= 4; UDP: only a network namespace; a socket
-    # file of ours: only a mount namespace (no Landlock ABI governs connect(2) on a path)
-    net = namespaces is True and layers.probe()["net"]
+    # TCP and UDP: held at every ABI, with or without namespaces (a network namespace, Landlock
+    # ABI >= 4 for TCP, and the seccomp filter's socket() rule for both); a socket file of
+    # ours: only a mount namespace (no Landlock ABI governs connect(2) on a path)
     mount = namespaces in (True, "mount") and layers.probe()["mount"]
-    tcp_held = net or int(abi or KERNEL_ABI) >= 4
-    assert r["got"]["tcp"] == 0 if tcp_held else r["got"]["tcp"] == 1, r["got"]
-    assert r["got"]["udp"] == 0 if net else r["got"]["udp"] == 1, r["got"]
+    assert r["got"]["tcp"] == 0 and r["got"]["udp"] == 0, r["got"]
     assert r["got"]["unix"] == 0 if mount else r["got"]["unix"] == 1, r["got"]
-    assert a["tcp"].startswith("refused") is tcp_held and a["unix"].startswith("refused") is mount
+    assert a["tcp"].startswith("refused") and a["unix"].startswith("refused") is mount
     held = r["report"]["sandbox"]["layers"]
     assert held["capabilities"].startswith("none") and held["landlock_abi"] == int(abi or KERNEL_ABI)
     own_user = user is None and namespaces and layers.sandbox_user(True)[0] is not None

@@ -5,9 +5,9 @@ TCP listener on 127.0.0.1 opened here. They read nothing and connect nowhere.
 Proven live against main before the change (ca5213d, Linux 6.x, Landlock ABI 7, as root):
 setup.py read the secret and sent it to the listener 6 times (the environment's install and
 the run's package install each ran it several times); import, load_model() and predict()
-read it and printed it into submission_output.log (their TCP connect was refused by Landlock). After: nothing read at any ABI; no connection at the kernel's ABI
-(7); at forced ABI 3 and 0 the connections still go out (no Landlock network rule) until the
-network namespace of the confinement's branch (issue 29) holds them, carrying nothing of ours.
+read it and printed it into submission_output.log (their TCP connect was refused by
+Landlock; at forced ABI 3 and 0 it went out). After: nothing read and no connection at any
+ABI (network namespace, Landlock ABI >= 4, seccomp's socket() rule).
 """
 
 from __future__ import annotations
@@ -123,13 +123,10 @@ def test_caller_secret_and_network_reach_no_participant_code(tmp_path, input_dat
     for stage in ("setup.py", "import", "load_model", "predict"):
         assert f"SPY {stage} saw '-'" in texts, stage
     assert SECRET not in texts
-    if abi is None and sandbox.kernel_abi() >= 4:  # Landlock's network rule refuses TCP
-        assert listener.received == []
-    else:
-        # below ABI 4 only a network namespace keeps TCP from participant code (issue 29, the
-        # confinement's branch); measured here without one: setup.py, import, load_model() and
-        # predict() connected. What they could send carries nothing of ours.
-        assert all(data.endswith(b":-") for data in listener.received), listener.received
+    # no connection at any ABI: a network namespace where the kernel lends one, Landlock's TCP
+    # rule at ABI >= 4, and the seccomp filter's socket() rule everywhere (before those,
+    # measured at forced ABI 3 and 0: setup.py, import, load_model() and predict() connected)
+    assert listener.received == []
 
 
 def test_participant_environment_is_the_documented_list(tmp_path, monkeypatch):

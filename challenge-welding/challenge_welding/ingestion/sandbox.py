@@ -71,7 +71,7 @@ _SYS = {
                    sched_setscheduler=144, sched_setaffinity=203, sched_setattr=314,
                    ioprio_set=251, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
                    migrate_pages=256, move_pages=279, pidfd_getfd=438, process_madvise=440,
-                   setns=308, vmsplice=278, splice=275, tee=276, io_uring_setup=425,
+                   setns=308, socket=41, vmsplice=278, splice=275, tee=276, io_uring_setup=425,
                    io_uring_enter=426, io_uring_register=427, audit_arch=0xC000003E),
     "aarch64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
                     kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240,
@@ -80,7 +80,7 @@ _SYS = {
                     sched_setscheduler=119, sched_setaffinity=122, sched_setattr=274,
                     ioprio_set=30, prlimit64=261, process_vm_readv=270, process_vm_writev=271,
                     migrate_pages=238, move_pages=239, pidfd_getfd=438, process_madvise=440,
-                    setns=268, vmsplice=75, splice=76, tee=77, io_uring_setup=425,
+                    setns=268, socket=198, vmsplice=75, splice=76, tee=77, io_uring_setup=425,
                     io_uring_enter=426, io_uring_register=427, audit_arch=0xC00000B7),
 }
 SYS = _SYS.get(platform.machine())
@@ -212,6 +212,7 @@ def _nvidia_nodes() -> list[str]:
 
 # fcntl/ioctl commands that choose who gets a file's SIGIO (and with F_SETSIG, which signal)
 F_SETOWN, F_SETSIG, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 10, 15, 0x8901, 0x8902
+AF_INET, AF_INET6, AF_PACKET = 2, 10, 17  # socket(2) families refused without network
 SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK = 0, 3, 5, 0x40000000
 PRIO_PROCESS, PRIO_PGRP, IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 0, 1, 1, 2
 IOPRIO_CLASS_MASK, IOPRIO_CLASS_RT = 0x7 << 13, 1 << 13
@@ -222,7 +223,7 @@ REFUSED = ("setsid", "setpgid", "tkill", "pidfd_send_signal", "pidfd_getfd", "pr
 NOT_THERE = ("io_uring_setup", "io_uring_enter", "io_uring_register")  # ENOSYS: libraries fall back
 
 
-def seccomp_program(own_pgid: int) -> bytes:
+def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
     """The BPF program (struct sock_filter[]) of the last line of defence.
 
     ``own_pgid``: the submission's process group, i.e. the pid of its first process (the
@@ -262,16 +263,32 @@ def seccomp_program(own_pgid: int) -> bytes:
     which libraries read as "not on this kernel"). pidfd_getfd, process_madvise and setns
     act on another process (a pidfd from pidfd_open, which stays allowed: asyncio waits on
     children with it): refused.
+
+    ``own_pgid`` None: the caller is in a pid namespace of its own, where its group's leader
+    (outside) has no number; every pid it can name there is the submission's own (its init
+    and its processes), so no target rule applies, only the policy rules (no real-time
+    scheduling, no higher priority) and the refusals below.
+
+    ``network`` False (no --run-network, and every sandboxed install step): ``socket()`` of
+    the internet and packet families (AF_INET, AF_INET6, AF_PACKET) refused with EACCES, as
+    Landlock refuses TCP. Where neither a network namespace nor Landlock ABI >= 4 is lent
+    (a Codabench worker on an older kernel), this is what keeps TCP and UDP in; with them,
+    a second line. Unix sockets stay (socketpair, multiprocessing, asyncio): a socket file
+    is reached only where a mount namespace or file modes let the path be seen.
     """
     LD, JEQ, JGE, AND, RET = 0x20, 0x15, 0x35, 0x54, 0x06
     ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
-    own, neg = own_pgid & 0xFFFFFFFF, -own_pgid & 0xFFFFFFFF
+    anyone = own_pgid is None
+    own, neg = (0, 0) if anyone else (own_pgid & 0xFFFFFFFF, -own_pgid & 0xFFFFFFFF)
 
     def arg(i: int, high: bool = False):  # seccomp_data.args[i], one 32-bit half (LE)
         return (LD, None, None, 16 + 8 * i + 4 * high)
 
     def only(*values, then="allow"):  # the loaded value must be one of values
         return [(JEQ, then, None, v) for v in values] + [(JEQ, "deny", "deny", 0)]
+
+    def target(*values, then="allow"):  # a pid argument: one of values, or any in our pid ns
+        return [(JEQ, then, then, 0)] if anyone else only(*values, then=then)
 
     prog = [(LD, None, None, 4), (JEQ, None, "deny_all", SYS["audit_arch"]), (LD, None, None, 0)]
     if SYS["audit_arch"] == 0xC000003E:
@@ -281,7 +298,7 @@ def seccomp_program(own_pgid: int) -> bytes:
                        "process_vm_readv", "process_vm_writev"),
               "sched": ("sched_setscheduler",), "prio": ("setpriority",),
               "ioprio": ("ioprio_set",), "prlimit": ("prlimit64",), "fcntl": ("fcntl",),
-              "ioctl": ("ioctl",)}
+              "ioctl": ("ioctl",), **({} if network else {"socket": ("socket",)})}
     # the frequent calls (ioctl, fcntl) first: every other system call pays the whole list
     for label in ("ioctl", "fcntl", *[b for b in blocks if b not in ("ioctl", "fcntl")]):
         prog += [(JEQ, label, None, SYS[name]) for name in blocks[label]]
@@ -291,11 +308,11 @@ def seccomp_program(own_pgid: int) -> bytes:
     prog += [("ioctl",), arg(1), (JEQ, "deny", None, FIOSETOWN), (JEQ, "deny", None, SIOCSPGRP),
              (RET, None, None, ALLOW)]
     prog += [("fcntl",), arg(1), (JEQ, "deny", None, F_SETSIG), (JEQ, "deny", None, F_SETOWN_EX),
-             (JEQ, None, "allow", F_SETOWN), arg(2), *only(0, own, neg)]
-    prog += [("signal",), arg(0), *only(0, own, neg)]
-    prog += [("thread",), arg(0), *only(own)]
-    prog += [("self",), arg(0), *only(0, own)]
-    prog += [("sched",), arg(0), *only(0, own, then="policy"),
+             (JEQ, None, "allow", F_SETOWN), arg(2), *target(0, own, neg)]
+    prog += [("signal",), arg(0), *target(0, own, neg)]
+    prog += [("thread",), arg(0), *target(own)]
+    prog += [("self",), arg(0), *target(0, own)]
+    prog += [("sched",), arg(0), *target(0, own, then="policy"),
              ("policy",), arg(1), (AND, None, None, ~SCHED_RESET_ON_FORK),
              *only(SCHED_OTHER, SCHED_BATCH, SCHED_IDLE)]
     prog += [("prio",), arg(2), (JGE, "deny", None, 0x80000000),  # negative nice: higher
@@ -303,9 +320,14 @@ def seccomp_program(own_pgid: int) -> bytes:
     prog += [("ioprio",), arg(2), (AND, None, None, IOPRIO_CLASS_MASK),
              (JEQ, "deny", None, IOPRIO_CLASS_RT), arg(0),
              *only(IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, then="who")]
-    prog += [("who",), arg(1), *only(0, own)]
-    prog += [("prlimit",), arg(0), (JEQ, "allow", None, 0), (JEQ, "allow", None, own),
+    prog += [("who",), arg(1), *target(0, own)]
+    prog += [("prlimit",), arg(0), *([(JEQ, "allow", "allow", 0)] if anyone else []),
+             (JEQ, "allow", None, 0), (JEQ, "allow", None, own),
              arg(2), (JEQ, None, "deny", 0), arg(2, high=True), *only(0)]  # new limit NULL: a read
+    if not network:
+        prog += [("socket",), arg(0), (JEQ, "eacces", None, AF_INET),
+                 (JEQ, "eacces", None, AF_INET6), (JEQ, "eacces", None, AF_PACKET),
+                 (RET, None, None, ALLOW), ("eacces",), (RET, None, None, 0x00050000 | errno.EACCES)]
     prog += [("allow",), (RET, None, None, ALLOW), ("deny",), (RET, None, None, DENY),
              ("nosys",), (RET, None, None, 0x00050000 | errno.ENOSYS),
              ("deny_all",), (RET, None, None, 0x00050000 | errno.ENOSYS)]
@@ -346,6 +368,7 @@ class _Prepared:
         self.rule_bufs = [(path.encode(), ctypes.create_string_buffer(12)) for path, _ in self.rules]
         self.accesses = [acc for _, acc in self.rules]
         self.seccomp = seccomp and SYS is not None
+        self.network = policy.network
         self.prog = None
         self.fprog = ctypes.create_string_buffer(16)
 
@@ -358,7 +381,10 @@ class _Prepared:
         if self.abi:
             self._landlock()
         if self.seccomp:
-            prog = ctypes.create_string_buffer(seccomp_program(os.getpgid(0)))
+            # 0: our group's leader is outside our pid namespace (layers.py): any pid we can
+            # name there is the submission's own
+            pgid = os.getpgid(0)
+            prog = ctypes.create_string_buffer(seccomp_program(pgid or None, self.network))
             n = len(prog.raw) // 8
             struct.pack_into("=HxxxxxxQ", self.fprog, 0, n, ctypes.addressof(prog))
             self.prog = prog
