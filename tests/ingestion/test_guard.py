@@ -486,4 +486,7 @@ def test_a_run_cannot_slow_down_another(tmp_path, env_cache, abi):
           f"{att_m * 1e3:.2f} / {att_p * 1e3:.2f}; the attacker's calls: {calls}")
     for found in calls:
         assert found["refused"] > 0 and found.get("ok", 0) == 0 and len(found) == 2, found
-    assert att_m <= 1.5 * base_m and att_p <= 2 * base_p, figures
+    # a few ms of slack: at ~2-3 ms per image, one descheduling moves a p95 by 2x (seen: 3.0
+    # -> 6.1 ms with a job beside the test); the attacks of the issue cost seconds (20 ms ->
+    # 3,546 ms), which this still catches
+    assert att_m <= 1.5 * base_m + 0.002 and att_p <= 2 * base_p + 0.010, figures
