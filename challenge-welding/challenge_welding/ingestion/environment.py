@@ -189,7 +189,9 @@ def interface_wheel(out_dir: Path, version: str) -> Path:
     record.append(f"{info}/RECORD,,")
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    # a name of this process's own: two runs at once may both write it (the same content),
+    # and the last os.replace wins; a shared ".tmp" made the other's rename fail
+    tmp = out.with_name(f"{out.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, data)
