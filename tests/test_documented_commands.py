@@ -37,7 +37,9 @@ DOCS = sorted((REPO / "pages").glob("*.md")) + [KIT_README, REPO / "docs/partici
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 CW = Path(sys.executable).with_name("challenge-welding")
 PLACEHOLDERS = [(r"\bmy[-_](?:solution|submission)\.zip\b", "Solution-1.zip"),
-                (r"\bmy[-_](?:solution|submission)\b", "Solution-1")]
+                (r"\bmy[-_](?:solution|submission)\b", "Solution-1"),
+                # the repository's baseline in the docs' samples: the kit's copy of it here
+                (r"\breference-solutions/random\b", "Solution-1")]
 SUBMISSION_IN_DOCKER = re.compile(r'"\$\{PWD\}/[^:"]+:/submission:ro"')
 
 PRELUDE = r'''

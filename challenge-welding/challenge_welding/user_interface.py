@@ -37,11 +37,11 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.names import DATASETS_LIST
 
 # The organisers' public store, the kit's default base_url.
 PUBLIC_STORE = "https://minio-storage.apps.confianceai-public.irtsysx.fr/"
 STORE_ENV = "CHALLENGE_WELDING_STORE"
-DATASETS_LIST = "challenge-welding/datasets_list.yml"
 ANOMALIES_FILE = "anomalous_samples_list.yml"  # the kit's name, written in the working folder
 TIMEOUT_S = 30
 

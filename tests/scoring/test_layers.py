@@ -2,8 +2,8 @@
 
 Each folder of challenge_welding is a layer; a layer imports only the layers listed for it
 (function-level imports included). Nothing else sits at the package root but the package's
-face (``__init__``, ``__main__``) and the participant interface under its two published
-import paths (docs/contracts.md).
+face (``__init__``, ``__main__``), the participant interface under its two published
+import paths and the published starter kit's modules (docs/contracts.md).
 """
 
 import ast
@@ -27,9 +27,14 @@ LAYERS = {
     "flows": ENGINE + ("bundle",),                         # one run, top to bottom (rehearse packs a bundle)
     "commands": ENGINE + ("flows", "bundle"),              # shell: the command line
 }
-# the package root: its face and the participant interface (a numpy-only file copied into submissions)
-ROOT_MODULES = {"__init__.py", "__main__.py", "ai_component_interface.py", "AIComponent_interface.py"}
-ROOT_MAY_IMPORT = {"__main__": ("commands",), "AIComponent_interface": ("ai_component_interface",)}
+# the package root: its face, the participant interface (a numpy-only file copied into
+# submissions) and the published starter kit's modules (its API, same paths: docs/contracts.md)
+ROOT_MODULES = {"__init__.py", "__main__.py", "ai_component_interface.py", "AIComponent_interface.py",
+                "_version_.py", "user_interface.py", "dataloaders.py", "inference_tools.py"}
+ROOT_MAY_IMPORT = {"__main__": ("commands",), "AIComponent_interface": ("ai_component_interface",),
+                   "user_interface": ("contract",), "dataloaders": ("contract", "user_interface"),
+                   # TestAIComponent runs a submission as the evaluator does: its device and rules
+                   "inference_tools": ("contract", "user_interface", "ingestion")}
 
 
 def _imports(path: Path):

@@ -33,3 +33,6 @@ VIRTUAL_KINDS = (
     "perfect", "very_good", "good", "no_trust", "with_trust", "full_unknown", "full_ok",
     "full_ko", "random",
 )
+
+# The store's list of datasets (the starter kit's ChallengeUI reads it; synth writes it)
+DATASETS_LIST = "challenge-welding/datasets_list.yml"

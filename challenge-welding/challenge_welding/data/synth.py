@@ -247,10 +247,10 @@ def generate_dataset(out_dir, n=3000, seed=0, resolution=(480, 270), *, ko_share
 
 def write_datasets_list(store, names) -> Path:
     """STORE/challenge-welding/datasets_list.yml: the YAML list of the store's datasets, which
-    the starter kit's ``ChallengeUI.list_datasets()`` reads (user_interface.DATASETS_LIST)."""
+    the starter kit's ``ChallengeUI.list_datasets()`` reads (contract.names.DATASETS_LIST)."""
     import yaml
 
-    from challenge_welding.user_interface import DATASETS_LIST
+    from challenge_welding.contract.names import DATASETS_LIST
 
     path = Path(store) / DATASETS_LIST
     path.parent.mkdir(parents=True, exist_ok=True)
