@@ -241,8 +241,9 @@ def test_child_cannot_change_the_evaluator_unseen(tmp_path, input_data, env_cach
     report = ingest(sub, input_data, pred, cache_dir=env_cache, progress=False,
                     unsafe_unconfined=bool(abi))
     log = (pred / "submission_output.log").read_text()
-    if abi is None:  # EACCES from Landlock, or EROFS from the read-only mount namespace
-        assert re.search(f"ATTACK refused {re.escape(str(EVALUATOR_MODULE))} (13|30)\n", log)
+    if abi is None:  # EACCES from Landlock, EROFS from the read-only mount namespace, or
+        # ENOENT where the evaluator lives under a folder the namespace masks (a clone in /tmp)
+        assert re.search(f"ATTACK refused {re.escape(str(EVALUATOR_MODULE))} (2|13|30)\n", log)
         assert "ATTACK wrote" not in log
         assert sha256(EVALUATOR_MODULE) == before and not PLANTED_PTH.exists()
         assert report["status"] == "ok"
