@@ -26,6 +26,9 @@ test: setup docs  ## the docs site (strict links), then the whole test suite (in
 	  echo "  installing Debian's chromium with apt-get (Debian 12: ~130 packages with its libraries, libgl1 among them)"; \
 	  echo "  not root? the script only prints how, and that test is skipped"; \
 	  bash scripts/install-chromium.sh; }
+	@# the errors that are bugs (pyflakes, syntax; pyproject's [tool.ruff]), then the docstrings' examples
+	$(VENV)/bin/ruff check --config challenge-welding/pyproject.toml challenge-welding tests benchmarks scripts
+	$(PY) -m pytest -q -p no:cacheprovider --doctest-modules challenge-welding/challenge_welding
 	@# tests marked serial change the evaluator's own files (the hash check's test): alone first
 	$(PY) -m pytest -q -m serial tests
 	$(PY) -m pytest -n 2 -q -m "not serial" tests

@@ -22,7 +22,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import cv2
-import numpy as np
 import pandas as pd
 
 

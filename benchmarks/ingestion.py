@@ -399,7 +399,7 @@ def main(argv=None) -> int:
             print(f"{name:38s} {t:8.2f} {n / t:8.1f} {1000 * min(cpu[name]) / n:10.1f}   "
                   + " ".join(f"{x:.2f}" for x in runs[name]))
         med = {k: float(np.min(v)) for k, v in per_image.items()}  # the least disturbed run
-        print(f"\nper-image time, median of each run (ms): "
+        print("\nper-image time, median of each run (ms): "
               + "; ".join(f"{k}: " + " ".join(f"{1000 * x:.2f}" for x in v)
                           for k, v in per_image.items()))
         print("\nwhere the CPU goes, per image (ms; faults = minor page faults), least-CPU run:")

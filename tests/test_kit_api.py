@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import textwrap
 from functools import partial
 from pathlib import Path
 

@@ -18,7 +18,7 @@ from challenge_welding.bundle.validate import read_competition, validate_bundle
 from challenge_welding.contract.names import SCORE_KEYS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 
-from .conftest import N_PER_SET, ROOT, make_tiny_data
+from .conftest import N_PER_SET, ROOT
 
 QUIET = {"log": lambda *_: None}
 

@@ -89,7 +89,8 @@ def test_training_is_the_rest_and_disjoint_from_performance(built, src, synth):
     perf = thumbs(built / "input_data" / "performance" / p for p in inp(built, "performance")["path"])
     tr = thumbs(built / "training_data" / p for p in train["path"])
     allsrc = thumbs(synth.store / p for p in src["path"])
-    dist = lambda a, b: np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2).min(axis=1)
+    def dist(a, b):
+        return np.abs(a[:, None, :] - b[None, :, :]).mean(axis=2).min(axis=1)
     assert dist(perf, allsrc).max() < 1.5
     assert dist(perf, tr).min() > 3.0
 

@@ -112,7 +112,8 @@ def test_real_ood_photos_differ(synth, both):
     def lum(path):
         return cv2.imread(str(path), cv2.IMREAD_GRAYSCALE).mean() / 255 * 100
 
-    extreme = lambda values: np.mean([(v < 16) | (v > 78) for v in values])
+    def extreme(values):
+        return np.mean([(v < 16) | (v > 78) for v in values])
     ood = [lum(p) for p in photo_files(synth.ood)]
     assert extreme(ood) > extreme(both[0]["luminosity_level"]) + 0.2
 

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -44,9 +44,7 @@ Landlock and seccomp hold what they hold, and at ABI 0 ``ingest`` refuses to sta
 
 import json
 import os
-import pwd
 import shutil
-import signal
 import socket
 import subprocess
 import sys

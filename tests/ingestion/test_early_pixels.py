@@ -33,7 +33,6 @@ refused by the kernel (a sealed memfd: EPERM; a read-only descriptor: EINVAL / E
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

@@ -11,8 +11,6 @@ pids); what it got there is written beside it.
 import json
 import os
 import re
-import signal
-import statistics
 import subprocess
 import sys
 import time

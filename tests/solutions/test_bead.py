@@ -3,7 +3,6 @@
 import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 from scipy.ndimage import median_filter
