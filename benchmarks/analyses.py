@@ -22,19 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
+from challenge_welding.contract.names import KPI_KEYS
+from challenge_welding.scoring.analyses.assemble import compute_analyses
+from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability
+from challenge_welding.scoring.calibrate import calibrate
+from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.inputs import read_frames
+from challenge_welding.scoring.score import score_frames
+from challenge_welding.scoring.virtual import make_virtual
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("bench_scoring", ROOT / "benchmarks/scoring.py")
 _bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bench)
-
-from challenge_welding.contract.names import KPI_KEYS  # noqa: E402
-from challenge_welding.scoring.analyses.assemble import compute_analyses  # noqa: E402
-from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability  # noqa: E402
-from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
-from challenge_welding.scoring.config import load_config  # noqa: E402
-from challenge_welding.scoring.inputs import read_frames  # noqa: E402
-from challenge_welding.scoring.score import score_frames  # noqa: E402
-from challenge_welding.scoring.virtual import make_virtual  # noqa: E402
 
 
 def maps_and_masks(frame, rng):

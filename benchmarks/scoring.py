@@ -29,22 +29,22 @@ from pathlib import Path
 
 import importlib.util
 
+from challenge_welding.contract.names import PERTURBATIONS
+from challenge_welding.scoring.bootstrap import bootstrap
+from challenge_welding.scoring.calibrate import calibrate
+from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.criteria import prepare
+from challenge_welding.scoring.inputs import read_frames
+from challenge_welding.scoring.provenance import manifest_of
+from challenge_welding.scoring.score import score_frames
+from challenge_welding.scoring.virtual import make_virtual
+
 ROOT = Path(__file__).resolve().parents[1]
 # the label-only reference generator of the scoring tests, loaded by path (several areas have a conftest)
 _spec = importlib.util.spec_from_file_location("scoring_conftest", ROOT / "tests/scoring/conftest.py")
 _fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixture)
 make_reference = _fixture.make_reference
-
-from challenge_welding.contract.names import PERTURBATIONS  # noqa: E402
-from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402
-from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
-from challenge_welding.scoring.config import load_config  # noqa: E402
-from challenge_welding.scoring.criteria import prepare  # noqa: E402
-from challenge_welding.scoring.inputs import read_frames  # noqa: E402
-from challenge_welding.scoring.provenance import manifest_of  # noqa: E402
-from challenge_welding.scoring.score import score_frames  # noqa: E402
-from challenge_welding.scoring.virtual import make_virtual  # noqa: E402
 
 
 # --- the baseline: the same criteria, one sample at a time in plain Python -------------------------

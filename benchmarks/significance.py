@@ -32,19 +32,20 @@ from pathlib import Path
 
 import numpy as np
 
+from challenge_welding.scoring import leaderboard_significance as sig
+from challenge_welding.scoring import draws as draws_io
+from challenge_welding.scoring.bootstrap import bootstrap
+from challenge_welding.scoring.calibrate import calibrate
+from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.criteria import prepare
+from challenge_welding.scoring.inputs import read_frames
+from challenge_welding.scoring.virtual import make_virtual
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("scoring_benchmark", ROOT / "benchmarks/scoring.py")
 _scoring = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_scoring)
 
-from challenge_welding.scoring import leaderboard_significance as sig  # noqa: E402
-from challenge_welding.scoring import draws as draws_io  # noqa: E402
-from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402
-from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
-from challenge_welding.scoring.config import load_config  # noqa: E402
-from challenge_welding.scoring.criteria import prepare  # noqa: E402
-from challenge_welding.scoring.inputs import read_frames  # noqa: E402
-from challenge_welding.scoring.virtual import make_virtual  # noqa: E402
 
 KINDS = ("with_trust", "no_trust", "good", "very_good", "random")
 

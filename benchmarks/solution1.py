@@ -23,9 +23,9 @@ import cv2
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference-solutions" / "Solution-1"))
-from challenge_solution.bead import bead_features  # noqa: E402
-from challenge_solution.explain import dark_blob_map  # noqa: E402
-from challenge_solution.features import batch_features, global_features  # noqa: E402
+from challenge_solution.bead import bead_features
+from challenge_solution.explain import dark_blob_map
+from challenge_solution.features import batch_features, global_features
 
 BUDGET = 1 / 12
 

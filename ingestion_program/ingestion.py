@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 if (HERE / "vendor").is_dir():
     sys.path.insert(0, str(HERE / "vendor"))
 
-from challenge_welding.commands.cli import main  # noqa: E402
+from challenge_welding.commands.cli import main  # noqa: E402 - after vendor/ joins sys.path
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1].startswith("-"):  # options: --help, or a local run

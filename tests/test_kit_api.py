@@ -252,7 +252,7 @@ def test_dataloader_batches_with_torch_or_says_what_to_install(store):
     meta = ui.get_ds_metadata_dataframe(MINI)
     ds = ChallengeWeldingDataset(user_ui=ui, meta_df=meta[0:20], resize=(32, 16))
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401 - only whether it imports
     except ImportError:
         with pytest.raises(ImportError, match="needs PyTorch, which is not installed: pip install torch"):
             create_pytorch_dataloader(dataset=ds, batch_size=8)

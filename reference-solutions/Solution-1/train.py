@@ -31,8 +31,8 @@ import numpy as np
 
 HERE = Path(__file__).parent.resolve()
 sys.path.insert(0, str(HERE))
-from challenge_solution.features import image_features  # noqa: E402
-from challenge_solution.model import Model, soft_thresholds  # noqa: E402
+from challenge_solution.features import image_features  # noqa: E402 - after HERE joins sys.path
+from challenge_solution.model import Model, soft_thresholds  # noqa: E402 - after HERE joins sys.path
 
 N_AUG = 2          # perturbed copies per training image
 PCA_DIMS = 12      # OOD space

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ingestion_helpers import make_input_data  # noqa: E402
+from ingestion_helpers import make_input_data
 
 
 @pytest.fixture(scope="session")

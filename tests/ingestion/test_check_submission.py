@@ -1,9 +1,17 @@
 """check-submission on real submission folders: each problem comes with its fix."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from challenge_welding.commands import cli
+from challenge_welding.ingestion import environment as envmod
 from challenge_welding.ingestion.check import _requirement_findings, check_submission, missing_library_finding
 
-from ingestion_helpers import GOOD, make_submission
+from ingestion_helpers import GOOD, REQUIREMENTS, make_submission
 
 NEEDS_MODEL = GOOD.replace(
     "self.loaded = True",
@@ -56,17 +64,6 @@ def test_requirement_findings(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the published package
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
-from challenge_welding.ingestion import environment as envmod  # noqa: E402
-
-from ingestion_helpers import REQUIREMENTS  # noqa: E402
-
 def _python312():
     """A Python 3.12 on PATH (or pyenv's), None without one: the published package needs >= 3.12."""
     import glob

@@ -82,7 +82,7 @@ def res(name, fn):
         R[name] = "done" if out is None else out
     except OSError as e:
         R[name] = "refused " + (errno.errorcode.get(e.errno, str(e.errno)))
-    except Exception as e:  # noqa
+    except Exception as e:  # any other failure: name it, go on
         R[name] = "error " + type(e).__name__
 
 

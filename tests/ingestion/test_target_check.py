@@ -118,7 +118,7 @@ def test_an_unreachable_index_is_our_fault_in_one_line(tmp_path, closed_port, mo
 
 
 class _Index(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - never reached by a client that refuses the certificate
+    def do_GET(self):  # never reached by a client that refuses the certificate
         self.send_response(404)
         self.end_headers()
 

@@ -251,7 +251,10 @@ def test_bootstrap_interval_contains_the_estimate_and_shrinks_with_n(reference_m
         assert ci["score"][0] <= float(point["score"]) <= ci["score"][1]
         for key in ("op", "ml", "ood_real", "op_d"):
             assert ci["criteria"][key][0] <= float(point["criteria"][key]) <= ci["criteria"][key][1]
-    width = lambda ci, k: ci[k][1] - ci[k][0]  # noqa: E731
+
+    def width(ci, k):
+        return ci[k][1] - ci[k][0]
+
     assert width(big, "score") < width(small, "score") * 0.75
     assert width(big["criteria"], "ood_real") < width(small["criteria"], "ood_real")
 

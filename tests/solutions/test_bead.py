@@ -8,7 +8,7 @@ import pytest
 from scipy.ndimage import median_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "reference-solutions" / "Solution-1"))
-from challenge_solution import bead  # noqa: E402
+from challenge_solution import bead
 
 
 def drawn_weld(angle, offset=0.0, half_width=14, size=(480, 270), ripples=True, seed=0):

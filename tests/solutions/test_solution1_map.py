@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "reference-solutions" / "Solution-1"))
-from challenge_solution import bead  # noqa: E402
-from challenge_solution.explain import dark_blob_map  # noqa: E402
+from challenge_solution import bead
+from challenge_solution.explain import dark_blob_map
 
 
 def drawn_weld_with_pore(size, pore, angle=20.0, seed=0):

@@ -71,15 +71,15 @@ def _write(scored, out: Path, traces, draws_path) -> dict:
                    published_dir=out)
     try:
         details["extras"] = compute_extras(scored.frames, scored.config)
-    except Exception as exc:  # noqa: BLE001 - the extras never change the score: report the failure
+    except Exception as exc:  # the extras never change the score: report the failure
         details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
     try:  # the top of the page: each KPI's lost points and the criterion that cost them (issue 26)
         details["shortfall"] = where_points_went(details["kpis"], scores, scored.config, list(details["robustness"]))
-    except Exception as exc:  # noqa: BLE001 - an explanation never changes the score
+    except Exception as exc:  # an explanation never changes the score
         details["warnings"].append(f"the points' breakdown failed: {type(exc).__name__}: {exc}")
     try:
         page = render_report(details, scored.config)
-    except Exception as exc:  # noqa: BLE001 - same for the page
+    except Exception as exc:  # same for the page
         details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
         page = fallback_page(scores, exc)
     write_output(out / "details.json", details_json(details))

@@ -142,7 +142,7 @@ def to_plain(value, depth=0):
     if tolist is not None and hasattr(value, "dtype"):  # numpy array or numpy scalar
         try:
             return to_plain(tolist(), depth + 1)
-        except Exception:  # noqa: BLE001 - an exotic dtype: report it, do not crash
+        except Exception:  # an exotic dtype: report it, do not crash
             return {"__unsupported__": repr(value)[:MAX_TEXT]}
     if isinstance(value, (list, tuple)):
         return [to_plain(v, depth + 1) for v in value]
@@ -281,14 +281,14 @@ def _answer(sock, msg, component, images, accepts_device, time):
             frame = encode({"op": OP_RESULT, **tag, "seconds": seconds, **fields,
                             "error": f"the answer is too large to send ({size} bytes of plain "
                                      f"values, at most {header_cap(n)} for {n} images)"})
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # report any failure of predict, SystemExit included
         _error(sock, "predict", exc)
         return 1
     send_frame(sock, frame)
     if fields["maps"]:
         try:
             maps, problem = reduce_maps(out["explainability"], [im.shape[:2] for im in images])
-        except Exception as exc:  # noqa: BLE001 - an exotic object: name it, do not crash
+        except Exception as exc:  # an exotic object: name it, do not crash
             maps, problem = None, f"explainability could not be read ({type(exc).__name__}: {exc})"
         send(sock, {"op": OP_MAPS, **tag, "error": problem and problem[:2000]},
              [("explainability", m) for m in maps or []])
@@ -326,7 +326,7 @@ def main():  # over 60 lines: the child's whole life, in the order its messages 
             accepts_device = "device" in inspect.signature(component.predict).parameters
         except (TypeError, ValueError):
             accepts_device = False
-    except BaseException as exc:  # noqa: BLE001 - report any failure, SystemExit included
+    except BaseException as exc:  # report any failure, SystemExit included
         _error(sock, stage, exc)
         return 1
     module_file = getattr(module, "__file__", None)

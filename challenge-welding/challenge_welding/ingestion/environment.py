@@ -157,7 +157,7 @@ def find_uv() -> str | None:
         from uv import find_uv_bin
 
         return find_uv_bin()
-    except Exception:  # noqa: BLE001 - no uv package: pip fallback
+    except Exception:  # no uv package: pip fallback
         return None
 
 

@@ -225,7 +225,7 @@ class Child:
         except wire.WireError as exc:
             self._fault(stage, f"the submission broke the message protocol during {what}: {exc}; "
                                "the child was stopped")
-        except Exception as exc:  # noqa: BLE001 - any failure on our side is the run's end, not a traceback
+        except Exception as exc:  # any failure on our side is the run's end, not a traceback
             self._fault(stage, f"the evaluator could not handle the submission's message during "
                                f"{what} ({type(exc).__name__}: {str(exc)[:200]})")
 
@@ -236,7 +236,7 @@ class Child:
         try:
             header = self.channel.read_header(proto.header_cap(0), time.monotonic() + 0.5,
                                               lambda: False)
-        except Exception:  # noqa: BLE001 - nothing usable waiting: the exit status it is
+        except Exception:  # nothing usable waiting: the exit status it is
             return
         if header.get("op") == proto.OP_ERROR:
             try:

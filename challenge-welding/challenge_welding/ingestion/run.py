@@ -237,7 +237,7 @@ def _load_sets(input_data: Path, names, log, report) -> dict:
             continue
         try:
             df = pd.read_parquet(meta)
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises many types
+        except Exception as exc:  # pyarrow raises many types
             raise ChallengeError(f"{meta}: unreadable parquet file ({exc})") from None
         missing = [c for c in INPUT_COLUMNS if c not in df.columns]
         if missing:
@@ -526,7 +526,7 @@ class Ingestion:
             self._record_fault(fault)
         except ChallengeError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any failure of ours while the submission runs
+        except Exception as exc:  # any failure of ours while the submission runs
             self._record_fault(ChildFault(
                 f"the evaluator failed while running the submission ({type(exc).__name__}: "
                 f"{str(exc)[:200]})", traceback.format_exc(), "evaluator"))
@@ -678,7 +678,7 @@ class Ingestion:
                 # reported there, naming the batch)
                 with contextlib.suppress(OSError):
                     self.pool.prefill(size, max(self.stock_bytes // size, workers + 2) + 1)
-        except Exception as exc:  # noqa: BLE001 - raised again in the main thread
+        except Exception as exc:  # raised again in the main thread
             self.pool_error = exc
 
     def _run_sets(self, child: Child, sets: dict) -> None:

@@ -448,7 +448,7 @@ class Confinement:
                     self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
                 layers.drop_capabilities(self.user)
                 self.prepared.apply()
-            except Exception as exc:  # noqa: BLE001 - one line in the step's log, never run unconfined
+            except Exception as exc:  # one line in the step's log, never run unconfined
                 os.write(2, f"challenge-welding sandbox: {type(exc).__name__}: {exc}\n".encode())
                 os._exit(125)
 

@@ -40,7 +40,7 @@ def preload(packages=RUN_PACKAGES) -> list[str]:
             continue
         try:
             importlib.import_module(info.name)
-        except Exception:  # noqa: BLE001 - an optional dependency missing: not ours to fix
+        except Exception:  # an optional dependency missing: not ours to fix
             failed.append(info.name)
     return failed
 

@@ -37,7 +37,7 @@ from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
-from challenge_welding.contract.files import (OwnedFolder, remove_entry,  # noqa: F401 (run.py)
+from challenge_welding.contract.files import (OwnedFolder, remove_entry,
                                               sha256_bytes, write_atomic, writing)
 
 STAGE_PREFIX = ".cw-publish-"
@@ -136,7 +136,7 @@ def keep_elsewhere(folder: Path, files: dict[str, bytes]) -> bool:
     try:
         for name, data in files.items():
             write_atomic(folder / name, data)
-    except Exception:  # noqa: BLE001 - already failing with the output's line
+    except Exception:  # already failing with the output's line
         return False
     return True
 

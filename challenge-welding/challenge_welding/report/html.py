@@ -51,7 +51,7 @@ def build_context(details: dict, config) -> dict:
             svg = fn(*args, **kw).replace('role="img"', f'role="img" aria-label="{name} chart"', 1)
             # its own box: on a narrow screen the chart keeps a legible width and scrolls sideways
             return charts_markup(f'<div class="chartbox">{svg}</div>')
-        except Exception as exc:  # noqa: BLE001 - reported on the page and in its warnings
+        except Exception as exc:  # reported on the page and in its warnings
             problems.append(f"chart '{name}' could not be drawn: {type(exc).__name__}: {exc}")
             return charts_markup(f'<p class="absent">chart unavailable: {type(exc).__name__}</p>')
 

@@ -70,7 +70,7 @@ def read_labelling(reference_dir):
             if "labelling_type" in pq.read_schema(path).names:
                 f = pd.read_parquet(path, columns=["sample_id", "labelling_type"])
                 out[name] = dict(zip(f["sample_id"].astype(str), f["labelling_type"].astype(str)))
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+        except Exception as exc:  # pyarrow raises several types
             raise ChallengeError(f"{path}: cannot read labelling_type ({type(exc).__name__}: {exc})") from None
     return out
 
