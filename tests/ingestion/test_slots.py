@@ -4,12 +4,12 @@ unlinked file in /dev/shm, falling back to the temporary folder when /dev/shm is
 
 import mmap
 import os
-import subprocess
 
 import numpy as np
 import pytest
 
 from challenge_welding.ingestion.protocol import BatchBuffer
+from fault_mounts import tmpfs
 
 FULL_HD_BATCH = 10 * 1080 * 1920 * 3  # 62 MB: one default batch of full-HD images
 
@@ -45,20 +45,8 @@ def test_file_buffer_skips_an_unusable_folder_and_leaves_no_name(tmp_path):
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A real 16 MiB tmpfs, like a container's small /dev/shm (mounting needs CAP_SYS_ADMIN)."""
-    mnt = tmp_path / "shm"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        # say why and what to do: as root in an unprivileged container the kernel refuses too.
-        # mount's first line names the failure; its last one only points at dmesg.
-        who = "as root" if os.geteuid() == 0 else f"as uid {os.geteuid()} (not root)"
-        reason = (proc.stderr or proc.stdout).strip().splitlines()
-        pytest.skip(f"cannot mount a tmpfs {who} ({reason[0] if reason else f'exit status {proc.returncode}'}): "
-                    "mounting needs CAP_SYS_ADMIN; run the tests as root on a host, or in a container "
-                    "started with --privileged (or --cap-add SYS_ADMIN), to run this small-/dev/shm test")
-    yield mnt
-    subprocess.run(["umount", str(mnt)], check=True)
+    with tmpfs(tmp_path / "shm", "16m") as mnt:
+        yield mnt
 
 
 def test_full_hd_batch_on_a_small_tmpfs_goes_to_the_fallback_without_sigbus(small_tmpfs, tmp_path):

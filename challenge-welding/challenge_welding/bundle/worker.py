@@ -150,34 +150,21 @@ def has_metadata(program_dir: Path) -> bool:
     return (program_dir / "metadata.yaml").is_file() or (program_dir / "metadata").is_file()
 
 
+def _below_root(name: str) -> property:
+    """The folder ``name`` under the run root (read-only attribute)."""
+    return property(lambda self: self.root / name, doc=f"root / {name!r}")
+
+
 @dataclass
 class StepFolders:
     """A step's folders under the worker's run root (Run.__init__ and prepare)."""
     root: Path
-
-    @property
-    def program(self) -> Path:
-        return self.root / "program"
-
-    @property
-    def ingestion_program(self) -> Path:
-        return self.root / "ingestion_program"
-
-    @property
-    def input_data(self) -> Path:
-        return self.root / "input_data"
-
-    @property
-    def input(self) -> Path:
-        return self.root / "input"
-
-    @property
-    def output(self) -> Path:
-        return self.root / "output"
-
-    @property
-    def shared(self) -> Path:
-        return self.root / "shared"
+    program = _below_root("program")
+    ingestion_program = _below_root("ingestion_program")
+    input_data = _below_root("input_data")
+    input = _below_root("input")
+    output = _below_root("output")
+    shared = _below_root("shared")
 
 
 def prediction_specs(run: StepFolders, *, image: str, data_dir: Path, name: str,
