@@ -6,6 +6,9 @@ seams c102/c20/c33 (39/22/39 %) everywhere except generalization (c19, c34,
 c101), robustness as perturbation/level ladders around a clean copy, balanced
 OOD sets, and an ordered drift whose last fifth is labelled OOD.
 The benchmark (benchmarks/scoring.py) imports it for its large reference.
+
+The significance tests' fixtures (``scored_runs``, ``small_reference``): real scoring of
+virtual predictions on a small reference.
 """
 
 from __future__ import annotations
@@ -101,3 +104,48 @@ def uncalibrated_reference(tmp_path_factory):
 def reference_maker():
     """make_reference, for tests that need their own sizes (test modules must not import conftest by name)."""
     return make_reference
+
+
+# ----------------------------------------------------------------------------- significance
+def _small_reference(folder, seed=0):
+    """A calibrated reference of 600 performance samples with B = 300 resamples (enough for these checks)."""
+    import yaml
+
+    from challenge_welding.scoring.calibrate import calibrate
+
+    ref = make_reference(folder, n_perf=600, seed=seed)
+    calibrate(ref)
+    config = yaml.safe_load((ref / "scoring.yaml").read_text())
+    config.setdefault("extras", {}).setdefault("bootstrap", {})["n"] = 300
+    (ref / "scoring.yaml").write_text(yaml.safe_dump(config))
+    return ref
+
+
+@pytest.fixture(scope="session")
+def scored_runs(tmp_path_factory):
+    """{name: scored folder} with draws beside each: with_trust twice (identical predictions), random, perfect."""
+    import shutil
+
+    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.flows.score import score
+    from challenge_welding.scoring.virtual import make_virtual
+
+    base = tmp_path_factory.mktemp("signif")
+    ref = _small_reference(base / "reference_data")
+    runs = {}
+    for name, kind in (("trust-a", "with_trust"), ("random", "random"), ("perfect", "perfect"),
+                       ("full-ko", "full_ko"), ("full-ok", "full_ok")):
+        pred = make_virtual(ref, kind, base / "pred" / name)
+        runs[name] = base / "scored" / name
+        score(ref, pred, runs[name], draws_path=draws_path(runs[name]))
+    # a second team sending byte-identical predictions
+    shutil.copytree(base / "pred" / "trust-a", base / "pred" / "trust-b")
+    runs["trust-b"] = base / "scored" / "trust-b"
+    score(ref, base / "pred" / "trust-b", runs["trust-b"], draws_path=draws_path(runs["trust-b"]))
+    return {"reference": ref, "base": base, "runs": runs}
+
+
+@pytest.fixture
+def small_reference():
+    """The maker of small references (test modules must not import conftest by name)."""
+    return _small_reference

@@ -4,5 +4,5 @@ Above the engine, below the flows: it packs the programs, the package and the da
 bundle's zips, holds Codabench's limits and time model, and replays a worker's run on them. It
 may import the engine (contract, scoring, data, ingestion, report); the flows (``rehearse``
 packs a bundle, the leaderboard reads the time budget) and ``commands`` import it
-(tests/scoring/test_layers.py).
+(tests/test_layers.py).
 """

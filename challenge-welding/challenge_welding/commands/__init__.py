@@ -2,5 +2,5 @@
 
 A command module defines HELP, add_arguments(parser) and run(args) -> int: it parses, calls one
 flow or engine function and prints. The top shell: it may import every other folder; nothing
-imports it but the package's ``__main__`` (tests/scoring/test_layers.py).
+imports it but the package's ``__main__`` (tests/test_layers.py).
 """

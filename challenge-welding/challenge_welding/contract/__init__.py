@@ -7,5 +7,5 @@ ingestion and the scoring (``prediction_rules``), the exceptions and exit status
 JSON writer with the checked readers and their limits (``checked``). It is the
 bottom layer: it imports nothing else of the package. The participant interface keeps its
 published import paths at the package root (``ai_component_interface``,
-``AIComponent_interface``); see tests/scoring/test_layers.py for the rule of every layer.
+``AIComponent_interface``); see tests/test_layers.py for the rule of every layer.
 """

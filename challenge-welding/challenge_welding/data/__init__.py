@@ -2,5 +2,5 @@
 
 Owns the six evaluation sets (input data without labels, reference data, the training split)
 and their calibration; it may import contract and scoring (build-sets ends by calibrating the
-score's rescaling; tests/scoring/test_layers.py).
+score's rescaling; tests/test_layers.py).
 """

@@ -2,5 +2,5 @@
 
 Owns the drawing only: it renders details.json (every number, interval and chart's reduced
 data already computed by scoring) and the config it is given; it computes nothing and reads
-no file but its templates. It may import contract only (tests/scoring/test_layers.py).
+no file but its templates. It may import contract only (tests/test_layers.py).
 """

@@ -2,7 +2,7 @@
 
 Owns the score, its intervals, what is reported beyond it (trust opinion, retention,
 reliability, ROC, drift bins) and the leaderboard's significance; it may import contract only
-(tests/scoring/test_layers.py).
+(tests/test_layers.py).
 
 Core (pure numpy, no I/O):
   metrics    each criterion (seam-weighted cost, OP, UOP, F-beta, ECE, AUROC, time percentile, level AUC)
