@@ -12,7 +12,16 @@ Core (pure numpy, no I/O):
   bootstrap  the vectorised stratified bootstrap (per-cell counts)
   extras     beyond the score: trust_opinion, retention, reliability, ROC and drift bins (disclosure-safe)
   significance  pairwise comparisons of the leaderboard's runs from their bootstrap draws
+  reliability  reliability-diagram bins of the performance set, with the score's own ECE
+  retention  error-retention curves and R-AUC
+  trust_opinion  subjective-logic trust opinions on the probabilities
+  shortfall  where the points went: each KPI's loss in score points
+  disclosure  what a published output may show (aggregates of at least min_samples)
+  leaderboard_analyses  the leaderboard's analyses: a winner that holds, expert labels, robustness
+  analyses/  what a plant engineer asks after the score: reported, never scored
 Shell:
+  provenance  the checks that tie a prediction folder to its ingestion
+  explainability_io  the explanation maps a submission returned: their reduction and file
   config     load and validate scoring.yaml into one typed, frozen object
   inputs     read and check the reference and prediction parquet files, merged into frames
   score      score_predictions(): scores.json and details.json content (extras included)

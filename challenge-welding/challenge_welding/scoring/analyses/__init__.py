@@ -9,7 +9,9 @@ perturbation level where precision breaks, mCE-style ratio to a baseline run),
 ``annotators`` (the KPIs on expert-labelled samples), ``weight_sensitivity`` (a
 winner that holds under perturbed KPI weights and rescaling breakpoints).
 ``assemble`` turns the merged frames into the disclosure-safe dict of details.json;
-``sources`` reads the optional inputs (masks, maps, labelling types, a baseline run).
+``sources`` reads the optional inputs (masks, maps, labelling types, a baseline run);
+``run`` is their shell (read, compute, never fail the scoring); ``card`` gives each
+analysis its rows of the metric card.
 
 May import: numpy, pandas, challenge_welding.contract.names, challenge_welding.contract.errors and
 the other scoring modules; never report.
