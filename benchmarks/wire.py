@@ -19,8 +19,8 @@ from multiprocessing import Pipe, get_context
 
 import numpy as np
 
-from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import wire
+from challenge_welding.ingestion.handover import child as proto
+from challenge_welding.ingestion.handover import wire
 
 
 def _answer(n):

@@ -80,8 +80,8 @@ class TestAIComponent:
         also written as parquet to ``results_inference_path``."""
         from tqdm import tqdm
 
-        from challenge_welding.ingestion.environment import detect_device
-        from challenge_welding.ingestion.validate import Notes, validate_output
+        from challenge_welding.ingestion.install.environment import detect_device
+        from challenge_welding.ingestion.run.validate import Notes, validate_output
 
         if self.ai_component is None:
             raise RuntimeError("no component loaded: call load_proposed_solution() first")

@@ -293,7 +293,7 @@ def ingest_inputs(tmp_path_factory):
 
 
 def _ingest(tmp_path, ingest_inputs, component):
-    from challenge_welding.ingestion.run import ingest
+    from challenge_welding.ingestion.run.ingest import ingest
 
     data, cache = ingest_inputs
     sub = make_submission(tmp_path / "sub", component)

@@ -1,7 +1,7 @@
 """check-submission on real submission folders: each problem comes with its fix."""
 
 from challenge_welding.commands import cli
-from challenge_welding.ingestion.check import _requirement_findings, check_submission, missing_library_finding
+from challenge_welding.ingestion.run.check import _requirement_findings, check_submission, missing_library_finding
 
 from ingestion_helpers import GOOD, make_submission
 
@@ -63,7 +63,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from challenge_welding.ingestion import environment as envmod  # noqa: E402
+from challenge_welding.ingestion.install import environment as envmod  # noqa: E402
 
 from ingestion_helpers import REQUIREMENTS  # noqa: E402
 

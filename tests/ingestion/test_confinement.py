@@ -54,7 +54,7 @@ from pathlib import Path
 
 import pytest
 
-from challenge_welding.ingestion import layers, sandbox
+from challenge_welding.ingestion.confine import layers, sandbox
 
 from ingestion_helpers import GOOD, make_reference, make_submission, make_input_data
 
@@ -367,7 +367,7 @@ def _can_run_as(uid: int) -> bool:
     if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists(USER_PYTHON):
         return False
     probe = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                            USER_PYTHON, "-c", "import challenge_welding.ingestion.run"],
+                            USER_PYTHON, "-c", "import challenge_welding.ingestion.run.ingest"],
                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE), *SITE])},
                            capture_output=True, cwd="/")
     return probe.returncode == 0

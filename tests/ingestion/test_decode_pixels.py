@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from challenge_welding.ingestion.decode import Prefetcher
-from challenge_welding.ingestion.protocol import BufferPool
+from challenge_welding.ingestion.run.decode import Prefetcher
+from challenge_welding.ingestion.handover.buffers import BufferPool
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def odd_files(tmp_path_factory, images):
     rotated = str(folder / "rotated.jpeg")
     pil.save(rotated, quality=90, exif=exif)
     assert cv2.imread(rotated, cv2.IMREAD_COLOR).shape == (500, 300, 3)  # the decoder turns it
-    from challenge_welding.ingestion.decode import probe
+    from challenge_welding.ingestion.run.decode import probe
 
     assert probe(rotated) == (500, 300)  # the header read knows it: decoded in place
     return [rotated, images[1], images[3]]
@@ -87,7 +87,7 @@ def odd_files(tmp_path_factory, images):
 
 @pytest.mark.parametrize("ahead", [True, False])
 def test_sizes_the_header_does_not_give_are_laid_out_again(odd_files, ahead, monkeypatch):
-    from challenge_welding.ingestion import decode
+    from challenge_welding.ingestion.run import decode
 
     real = decode.probe
     lied = {odd_files[1]: (100, 100), odd_files[2]: None}  # a wrong size, an unread header

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from challenge_welding.ingestion import layers, sandbox
+from challenge_welding.ingestion.confine import layers, sandbox
 
 from ingestion_helpers import GOOD, make_submission
 from test_sandbox import CLI, submission
@@ -294,7 +294,7 @@ def test_inert_replaces_controls_only():
 
 # --- the clock ---------------------------------------------------------------------------------
 def test_clock_verdict_by_hand():
-    from challenge_welding.ingestion import clock
+    from challenge_welding.ingestion.handover import clock
 
     nominal = clock.nominal_tick()
     a = clock.Reading(raw=100.0, mono=200.0, tick=nominal, freq_ppm=12.5)
@@ -312,7 +312,7 @@ def test_clock_verdict_by_hand():
 
 
 def test_clock_reads_the_machine_without_writing_it():
-    from challenge_welding.ingestion import clock
+    from challenge_welding.ingestion.handover import clock
 
     a = clock.read()
     time.sleep(0.2)

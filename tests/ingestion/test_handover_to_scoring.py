@@ -5,7 +5,7 @@ from pathlib import Path
 
 import challenge_welding
 from challenge_welding.commands import cli
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import make_reference, make_submission
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from challenge_welding.commands import cli
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 from challenge_welding.scoring.explainability_io import read_explainability
 
 from ingestion_helpers import GOOD, SAMPLES, make_reference, make_submission
@@ -308,7 +308,7 @@ class MyAIComponent(AbstractAIComponent):
 # ru_maxrss of RUSAGE_SELF: the ingestion's own process, not the submission's
 PEAK = """
 import json, resource, sys
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 try:
     r = ingest(sys.argv[1], sys.argv[2], sys.argv[3], cache_dir=sys.argv[4], progress=False,
                verbose=False, sets=["performance"], batch_size=3, batch_timeout=120)

@@ -9,7 +9,7 @@ import pytest
 
 from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import GOOD, REQUIREMENTS, expected, make_input_data, make_submission
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from challenge_welding.ingestion import environment as envmod
-from challenge_welding.ingestion import sandbox
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.install import environment as envmod
+from challenge_welding.ingestion.confine import sandbox
+from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import GOOD, SETUP_PY, make_submission
 

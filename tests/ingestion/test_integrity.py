@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.ingestion.decode import read_rgb
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.decode import read_rgb
+from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import GOOD, expected, make_input_data, make_submission
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from challenge_welding.ingestion.child import to_plain
-from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
+from challenge_welding.ingestion.handover.child import to_plain
+from challenge_welding.ingestion.run.validate import Notes, OutputError, validate_output
 
 IDS = ["a", "b"]
 

@@ -7,8 +7,8 @@ import time
 import cv2
 import numpy as np
 
-from challenge_welding.ingestion.decode import DecodeStats, Prefetcher, read_rgb
-from challenge_welding.ingestion.protocol import STEP, BufferPool
+from challenge_welding.ingestion.run.decode import DecodeStats, Prefetcher, read_rgb
+from challenge_welding.ingestion.handover.buffers import STEP, BufferPool
 
 
 def make_jpegs(folder, n):
@@ -114,7 +114,7 @@ def test_ingest_makes_the_first_stock_while_the_child_starts_even_with_mixed_res
     of the first batch: later, larger batches still fit them, so the first stock makes none."""
     import pandas as pd
 
-    from challenge_welding.ingestion.run import ingest
+    from challenge_welding.ingestion.run.ingest import ingest
 
     folder = tmp_path / "input_data" / "performance"
     (folder / "images").mkdir(parents=True)

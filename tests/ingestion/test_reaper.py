@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from challenge_welding.ingestion import reaper
+from challenge_welding.ingestion.confine import reaper
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc, prctl")
 

@@ -22,8 +22,8 @@ import pytest
 
 import challenge_welding
 from challenge_welding.commands import cli
-from challenge_welding.ingestion import layers, sandbox
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.confine import layers, sandbox
+from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import GOOD, SETUP_PY, expected, make_reference, make_submission
 

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from challenge_welding.ingestion.protocol import BatchBuffer
+from challenge_welding.ingestion.handover.buffers import BatchBuffer
 
 FULL_HD_BATCH = 10 * 1080 * 1920 * 3  # 62 MB: one default batch of full-HD images
 
@@ -91,7 +91,7 @@ def test_a_sealed_memfd_can_neither_be_written_nor_resized_and_maps_copy_on_writ
     private mapping is allowed and its writes stay in the writer's copy."""
     import fcntl
 
-    from challenge_welding.ingestion.protocol import SEALS
+    from challenge_welding.ingestion.handover.buffers import SEALS
 
     buf = BatchBuffer(1 << 20, kind="memfd")
     buf.view(0, 2, 3)[:] = 7
@@ -123,7 +123,7 @@ def read_back_private(fd, size, offset, n):
 def test_a_file_buffer_crosses_as_a_read_only_descriptor(kind, tmp_path):
     """tmpfs files cannot be sealed: what crosses is a read-only descriptor (no write, no
     truncate, no shared writable mapping) of a file of mode 0400."""
-    from challenge_welding.ingestion import protocol
+    from challenge_welding.ingestion.handover import buffers as protocol
 
     if kind == "tmpfs" and protocol.huge_folder() is None:
         pytest.skip(f"no private huge-page tmpfs here: {protocol._huge['why']}")
@@ -147,7 +147,7 @@ def test_a_file_buffer_crosses_as_a_read_only_descriptor(kind, tmp_path):
 def test_huge_folder_files_get_2_mib_pages():
     """The speed of fresh buffers rests on huge pages (protocol.py): a buffer made in the
     private tmpfs is mapped with 2 MiB pages, as the kernel's own accounting shows."""
-    from challenge_welding.ingestion import protocol
+    from challenge_welding.ingestion.handover import buffers as protocol
 
     if protocol.huge_folder() is None:
         pytest.skip(f"no private huge-page tmpfs here: {protocol._huge['why']}")
@@ -165,7 +165,7 @@ def test_huge_folder_files_get_2_mib_pages():
 
 
 def test_the_pool_reuses_only_buffers_that_never_crossed():
-    from challenge_welding.ingestion.protocol import BufferPool
+    from challenge_welding.ingestion.handover.buffers import BufferPool
 
     pool = BufferPool()
     unused = pool.take(1000)

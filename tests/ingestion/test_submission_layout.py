@@ -5,7 +5,7 @@ import zipfile
 import pytest
 
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.ingestion import submission as sub
+from challenge_welding.ingestion.install import submission as sub
 
 from ingestion_helpers import make_submission
 

@@ -17,7 +17,7 @@ import pytest
 
 from challenge_welding.commands import cli
 from challenge_welding.contract import target
-from challenge_welding.ingestion import environment as envmod
+from challenge_welding.ingestion.install import environment as envmod
 
 from ingestion_helpers import make_submission
 

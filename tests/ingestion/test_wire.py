@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from challenge_welding.ingestion import child, wire
+from challenge_welding.ingestion.handover import child, wire
 from challenge_welding.scoring import explainability_io as xio
 
 

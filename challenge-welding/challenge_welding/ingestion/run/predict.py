@@ -40,10 +40,10 @@ from typing import Callable
 
 import numpy as np
 
-from challenge_welding.ingestion.decode import DecodeStats, Prefetcher
-from challenge_welding.ingestion.process import Child, ChildFault
-from challenge_welding.ingestion.protocol import STEP, BatchBuffer, BufferPool, layout
-from challenge_welding.ingestion.validate import Notes, OutputError, validate_output
+from challenge_welding.ingestion.run.decode import DecodeStats, Prefetcher
+from challenge_welding.ingestion.handover.process import Child, ChildFault
+from challenge_welding.ingestion.handover.buffers import STEP, BatchBuffer, BufferPool, layout
+from challenge_welding.ingestion.run.validate import Notes, OutputError, validate_output
 from challenge_welding.scoring.explainability_io import MapsWriter
 from challenge_welding.scoring.metrics import time_percentile
 

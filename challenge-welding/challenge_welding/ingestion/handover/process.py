@@ -31,10 +31,11 @@ from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.text import inert
-from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import clock, layers, reaper, wire
-from challenge_welding.ingestion.environment import participant_env
-from challenge_welding.ingestion.protocol import BatchBuffer
+from challenge_welding.ingestion.handover import child as proto
+from challenge_welding.ingestion.handover import clock, wire
+from challenge_welding.ingestion.confine import layers, reaper
+from challenge_welding.ingestion.install.environment import participant_env
+from challenge_welding.ingestion.handover.buffers import BatchBuffer
 
 CHILD_SCRIPT = Path(proto.__file__).resolve()
 TAIL_BYTES = 16 * 1024

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from challenge_welding.contract.checked import nesting
-from challenge_welding.ingestion import child as proto
+from challenge_welding.ingestion.handover import child as proto
 from challenge_welding.scoring.explainability_io import reduced_shape
 
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding.ingestion import layers
+from challenge_welding.ingestion.confine import layers
 
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take

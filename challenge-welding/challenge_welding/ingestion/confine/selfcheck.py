@@ -17,7 +17,7 @@ import pkgutil
 from pathlib import Path
 
 import challenge_welding
-from challenge_welding.ingestion.sandbox import evaluator_site_dirs
+from challenge_welding.ingestion.confine.sandbox import evaluator_site_dirs
 
 # Entry points that run code when imported, and modules that need optional extras.
 _SKIP = ("challenge_welding.__main__",)

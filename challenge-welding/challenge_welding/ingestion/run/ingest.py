@@ -46,17 +46,17 @@ from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError, Interrupted, OutputError
 from challenge_welding.contract.files import OwnedFolder, make_folder, remove_stale, writing
 from challenge_welding.contract.text import inert, inert_bytes
-from challenge_welding.ingestion import clock
-from challenge_welding.ingestion import environment as envmod
-from challenge_welding.ingestion import reaper
-from challenge_welding.ingestion import submission as sub
-from challenge_welding.ingestion.decode import buffer_bytes, default_workers, probe
-from challenge_welding.ingestion.predict import TIMED_SETS, SetAnswers, predict_set
-from challenge_welding.ingestion import selfcheck
-from challenge_welding.ingestion.process import CHILD_SCRIPT, Child, ChildFault
-from challenge_welding.ingestion.sandbox import Sandbox
-from challenge_welding.ingestion.protocol import BufferPool, layout
-from challenge_welding.ingestion.write import (STAGE_PREFIX, clean_output, keep_elsewhere,
+from challenge_welding.ingestion.handover import clock
+from challenge_welding.ingestion.install import environment as envmod
+from challenge_welding.ingestion.confine import reaper
+from challenge_welding.ingestion.install import submission as sub
+from challenge_welding.ingestion.run.decode import buffer_bytes, default_workers, probe
+from challenge_welding.ingestion.run.predict import TIMED_SETS, SetAnswers, predict_set
+from challenge_welding.ingestion.confine import selfcheck
+from challenge_welding.ingestion.handover.process import CHILD_SCRIPT, Child, ChildFault
+from challenge_welding.ingestion.confine.sandbox import Sandbox
+from challenge_welding.ingestion.handover.buffers import BufferPool, layout
+from challenge_welding.ingestion.run.write import (STAGE_PREFIX, clean_output, keep_elsewhere,
                                                manifest, publish, remove_entry, report_bytes,
                                                set_files, snapshot)
 from challenge_welding.scoring.config import load_config

@@ -31,7 +31,7 @@ import numpy as np
 from PIL import Image
 
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.ingestion.protocol import STEP, BatchBuffer, BufferPool, layout
+from challenge_welding.ingestion.handover.buffers import STEP, BatchBuffer, BufferPool, layout
 
 _ROTATED = {5, 6, 7, 8}  # EXIF orientations that swap width and height
 _ORIENTATION = 0x0112

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from challenge_welding.data.parquet_io import write_parquet
-from challenge_welding.ingestion import submission as sub
+from challenge_welding.ingestion.install import submission as sub
 
 # The challenge's compute budget: 1/12 s per image on CPU at 1920x1080.
 TIME_BUDGET_S = 1 / 12
@@ -146,7 +146,7 @@ def target_findings(root: Path, python: str | None, log=print) -> tuple[list[Fin
     install; and the interpreter to run on: ``python``, else one of the target's version at
     hand, else None (this one runs, and a warning says what was only resolved)."""
     from challenge_welding.contract import target
-    from challenge_welding.ingestion import environment as envmod
+    from challenge_welding.ingestion.install import environment as envmod
 
     out = []
     req = root / "requirements.txt"
@@ -180,8 +180,8 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
     ``python``: the interpreter to install and run on (default: one of the evaluator's target
     version when at hand, else this one, and a warning says so)."""
     from challenge_welding.contract import target
-    from challenge_welding.ingestion import environment as envmod
-    from challenge_welding.ingestion.run import ingest
+    from challenge_welding.ingestion.install import environment as envmod
+    from challenge_welding.ingestion.run.ingest import ingest
 
     findings: list[Finding] = []
 

@@ -56,9 +56,9 @@ from pathlib import Path
 
 import challenge_welding
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.ingestion import reaper
-from challenge_welding.ingestion import submission as sub
-from challenge_welding.ingestion.sandbox import Sandbox
+from challenge_welding.ingestion.confine import reaper
+from challenge_welding.ingestion.install import submission as sub
+from challenge_welding.ingestion.confine.sandbox import Sandbox
 
 ENV_FORMAT = "3"  # bump to invalidate every cached environment
 _INTERFACE_FILES = ("ai_component_interface.py", "AIComponent_interface.py")
