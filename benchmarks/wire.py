@@ -1,5 +1,5 @@
 """The wire's own cost: one batch's round trip (hand-over message -> answer -> idle) with the
-checked JSON frames of ingestion/wire.py, against the pickle protocol it replaced
+checked JSON frames of ingestion/handover/wire.py, against the pickle protocol it replaced
 (multiprocessing.connection), measured in the same run between the same two processes.
 
 The child side is child.py's real code (Reader, pack_output, encode); the parent side is the

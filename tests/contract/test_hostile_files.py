@@ -37,8 +37,7 @@ from challenge_welding.contract.checked import MAX_JSON_DEPTH, MAX_NPZ_BYTES
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "ingestion"))
-from ingestion_helpers import GOOD, make_input_data, make_submission  # noqa: E402
-from test_hostile_protocol import failed_with_one_line  # noqa: E402
+from ingestion_helpers import GOOD, failed_with_one_line, make_input_data, make_submission  # noqa: E402
 
 CLI = [sys.executable, "-m", "challenge_welding"]
 PEAK_LIMIT_KB = 300 * 1024

@@ -30,7 +30,7 @@ memory file descriptor rides on the batch message's first byte (SCM_RIGHTS).
   parent -> child  {"op": "stop"}
 
 The parent trusts none of it: it checks every header against the batch it handed
-over (ingestion/wire.py). "nonce" is fresh per hand-over, so an answer written
+over (ingestion/handover/wire.py). "nonce" is fresh per hand-over, so an answer written
 before its batch was handed over cannot carry it.
 
 Images arrive in a nameless memory file written by the parent (RGB uint8 HxWx3),
@@ -66,7 +66,7 @@ CLASS_NAME = "MyAIComponent"
 # The keys the evaluation reads; others are named in "ignored" and dropped here.
 OUTPUT_KEYS = ("predictions", "probabilities", "OOD_scores", "explainability")
 # A copy of scoring.explainability_io.MAP_SCALE (this file cannot import our package;
-# tests/ingestion/test_wire.py keeps them equal).
+# tests/ingestion/handover/test_wire.py keeps them equal).
 MAP_SCALE = 4
 
 PREFIX = struct.Struct("!Q")  # the header's length

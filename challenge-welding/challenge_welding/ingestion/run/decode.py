@@ -5,7 +5,7 @@ Each image is decoded straight into its place in the batch's hand-over buffer, i
 allocation. Decoding to a fresh BGR array and converting it into the buffer cost 17 ms
 of CPU per full-HD image against 9.4 ms this way, most of the difference in the page
 faults of the fresh arrays (~2,100 per image; benchmarks/ingestion.py). The pixels are
-those of a plain decode (tests/ingestion/test_decode_pixels.py).
+those of a plain decode (tests/ingestion/run/test_decode_pixels.py).
 
 Decoding into place needs each image's size before its pixels: :func:`probe` reads it
 from the file's header (Pillow reads the header only, ~55 us). When a header cannot be

@@ -142,7 +142,7 @@ def test_b_rewritten_set_files_and_a_daemon_do_not_survive(tmp_path, env_cache, 
     from challenge_welding.contract.names import SET_NAMES
 
     # these defences must hold without Landlock too (with it the writes are refused outright,
-    # and the component could not write its pid file: tests/ingestion/test_sandbox.py)
+    # and the component could not write its pid file: tests/ingestion/confine/test_sandbox.py)
     monkeypatch.setenv("CHALLENGE_WELDING_LANDLOCK_ABI_MAX", "0")
     monkeypatch.setenv("CHALLENGE_WELDING_NAMESPACES", "0")  # nor the namespaces' layers
 

@@ -1,4 +1,4 @@
-"""The wire format's codec and checks on hand-made byte strings (ingestion/wire.py, child.py),
+"""The wire format's codec and checks on hand-made byte strings (ingestion/handover/wire.py, child.py),
 and the map reduction shared by the child and the scorer."""
 
 import json

@@ -5,7 +5,7 @@ kill the ingestion), at forced Landlock ABI 0, 3, 5 and the kernel's, with the n
 the kernel lends or none (``CHALLENGE_WELDING_NAMESPACES=0``: what a Codabench worker lends),
 as root and as an unprivileged user (``setpriv``). The submission's load_model() runs every
 attack and prints one line per attack; each configuration's results go to
-``$CW_CONFINE_RESULTS`` (default: tests/ingestion/confinement_results/) as JSON, from which
+``$CW_CONFINE_RESULTS`` (default: tests/ingestion/confine/confinement_results/) as JSON, from which
 ``scripts/integrity_table.py`` writes the table in docs/integrity.md.
 
 Proved live against main first (``CW_CONFINE_CODE=/work/main/challenge-welding`` runs main's
@@ -59,7 +59,7 @@ from challenge_welding.ingestion.confine import layers, sandbox
 from ingestion_helpers import GOOD, make_reference, make_submission, make_input_data
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CODE = Path(os.environ.get("CW_CONFINE_CODE") or REPO / "challenge-welding")
 BASELINE = bool(os.environ.get("CW_CONFINE_CODE"))  # another tree's code: record, no assertion
 RESULTS = Path(os.environ.get("CW_CONFINE_RESULTS")

@@ -348,7 +348,7 @@ def test_codabench_entry_script(tmp_path, input_data, env_cache):
     import sys
     from pathlib import Path
 
-    program = Path(__file__).resolve().parents[2] / "ingestion_program"
+    program = Path(__file__).resolve().parents[3] / "ingestion_program"
     command = (program / "metadata.yaml").read_text()
     assert "ingestion.py /app/input_data /app/output /app/program /app/ingested_program" in command
     env = {**os.environ, "XDG_CACHE_HOME": str(env_cache.parents[1])}

@@ -19,8 +19,7 @@ from challenge_welding.commands import cli
 from challenge_welding.ingestion.run.ingest import ingest
 from challenge_welding.scoring.explainability_io import read_explainability
 
-from ingestion_helpers import GOOD, SAMPLES, make_reference, make_submission
-from test_handover_to_scoring import CONFIG
+from ingestion_helpers import CONFIG, GOOD, SAMPLES, failed_with_one_line, make_reference, make_submission
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux /proc")
 
@@ -96,17 +95,6 @@ def run(tmp_path, data, env_cache, component, **opts):
                     **opts)
     assert report == json.loads((out / "ingestion.json").read_text())
     return report, out
-
-
-def failed_with_one_line(report, out, *parts):
-    """The run failed with exactly one error line holding ``parts``; no traceback of ours."""
-    assert report["status"] == "failed", report
-    assert len(report["errors"]) == 1 and "\n" not in report["errors"][0], report["errors"]
-    for part in parts:
-        assert part in report["errors"][0], report["errors"][0]
-    log = (out / "ingestion.log").read_text()
-    assert report["errors"][0] in log
-    assert "Traceback" not in log and "Traceback" not in report["errors"][0]
 
 
 # --- class 1: a pickle with a payload is never unpickled --------------------------------------

@@ -21,7 +21,7 @@ from challenge_welding.ingestion.install import environment as envmod
 
 from ingestion_helpers import make_submission
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TARGET = dict(pyver=target.python_version(), platform=target.PLATFORM)
 
 

@@ -35,7 +35,7 @@ ABIS = [a for a in ("0", "3", "5", str(KERNEL)) if int(a) <= KERNEL] or ["0"]
 
 def ingest_cli(sub, input_data, pred, env_cache, abi, timeout=600, extra=()):
     """``ingest`` where no namespace is lent (what a Codabench worker lends): these are the last
-    lines, behind the pid and network namespaces (tests/ingestion/test_confinement.py), where
+    lines, behind the pid and network namespaces (tests/ingestion/confine/test_confinement.py), where
     the ingestion's pids are not even names. At ABI 0 nothing then confines files, so the run
     needs --unsafe-unconfined to start."""
     env = {**os.environ, sandbox.ABI_MAX_ENV: abi, layers.NAMESPACES_ENV: "0"}
@@ -429,7 +429,7 @@ def _neighbour(tmp_path, name, mark, attack):
 
 def _start(sub, data, pred, env_cache, abi, settle):
     # no namespace (what a Codabench worker lends): in a pid namespace the attacker could not
-    # even see the other run (tests/ingestion/test_confinement.py); here seccomp must hold.
+    # even see the other run (tests/ingestion/confine/test_confinement.py); here seccomp must hold.
     # At ABI 0 nothing then confines files: the run needs --unsafe-unconfined to start.
     env = {**os.environ, sandbox.ABI_MAX_ENV: abi, "CW_GUARD_SETTLE": str(settle),
            layers.NAMESPACES_ENV: "0"}
