@@ -442,8 +442,8 @@ RUN = r"""
 import json, sys
 from challenge_welding.ingestion.run.ingest import ingest
 if sys.argv[5] == "memfd":  # the fallback where no private huge-page tmpfs can be made
-    from challenge_welding.ingestion.handover import buffers as protocol
-    protocol._huge.update(fd=None, why="forced by the test")
+    from challenge_welding.ingestion.handover import buffers
+    buffers._huge.update(fd=None, why="forced by the test")
 if sys.argv[6] == "first-line":  # the buffers alone: seccomp's second line lifted in this run
     from challenge_welding.ingestion.confine import sandbox
     sandbox.REFUSED = tuple(n for n in sandbox.REFUSED if n not in ("vmsplice", "splice", "tee"))

@@ -123,10 +123,10 @@ def read_back_private(fd, size, offset, n):
 def test_a_file_buffer_crosses_as_a_read_only_descriptor(kind, tmp_path):
     """tmpfs files cannot be sealed: what crosses is a read-only descriptor (no write, no
     truncate, no shared writable mapping) of a file of mode 0400."""
-    from challenge_welding.ingestion.handover import buffers as protocol
+    from challenge_welding.ingestion.handover import buffers
 
-    if kind == "tmpfs" and protocol.huge_folder() is None:
-        pytest.skip(f"no private huge-page tmpfs here: {protocol._huge['why']}")
+    if kind == "tmpfs" and buffers.huge_folder() is None:
+        pytest.skip(f"no private huge-page tmpfs here: {buffers._huge['why']}")
     buf = BatchBuffer(1 << 20, dirs=[str(tmp_path)] if kind == "file" else None, kind=kind)
     buf.view(64, 2, 3)[:] = 9
     fd = buf.seal()
@@ -145,12 +145,12 @@ def test_a_file_buffer_crosses_as_a_read_only_descriptor(kind, tmp_path):
 
 
 def test_huge_folder_files_get_2_mib_pages():
-    """The speed of fresh buffers rests on huge pages (protocol.py): a buffer made in the
+    """The speed of fresh buffers rests on huge pages (buffers.py): a buffer made in the
     private tmpfs is mapped with 2 MiB pages, as the kernel's own accounting shows."""
-    from challenge_welding.ingestion.handover import buffers as protocol
+    from challenge_welding.ingestion.handover import buffers
 
-    if protocol.huge_folder() is None:
-        pytest.skip(f"no private huge-page tmpfs here: {protocol._huge['why']}")
+    if buffers.huge_folder() is None:
+        pytest.skip(f"no private huge-page tmpfs here: {buffers._huge['why']}")
     buf = BatchBuffer(16 << 20, kind="tmpfs")
     np.ndarray(buf.size, np.uint8, buffer=buf.mm)[::4096] = 1
     addr = np.frombuffer(buf.mm, np.uint8).ctypes.data

@@ -34,7 +34,7 @@ What holds, and why (docs/integrity.md, "Early pixels"):
   unprivileged user namespace: :func:`huge_folder`), buffers are files there: 2 MiB pages
   cost about a twentieth, less than the former reused buffers' 4 KiB mappings. Otherwise
   a sealed memfd (huge pages too where the system's shmem_enabled allows them). Buffers are
-  made and their space reserved ahead, between timed calls (decode.py's bursts, run.py's
+  made and their space reserved ahead, between timed calls (decode.py's bursts, ingest.py's
   prefill while the child loads); a buffer never handed over (a cancelled batch) is reused.
 
 A memfd lives in RAM outside /dev/shm, so a container's 64 MB /dev/shm does not limit it.

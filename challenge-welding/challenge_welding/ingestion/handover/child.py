@@ -34,7 +34,7 @@ over (ingestion/handover/wire.py). "nonce" is fresh per hand-over, so an answer 
 before its batch was handed over cannot carry it.
 
 Images arrive in a nameless memory file written by the parent (RGB uint8 HxWx3),
-one per batch, sealed or read-only, that the parent never writes again (protocol.py);
+one per batch, sealed or read-only, that the parent never writes again (buffers.py);
 the child maps it copy-on-write (MAP_PRIVATE: a component may modify its input arrays in
 place, in its own copy of the pages it touches) and wraps the images in numpy views, no
 copy. A mapping is never closed here: it lives as long as a view on it does, and its

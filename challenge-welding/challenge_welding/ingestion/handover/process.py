@@ -31,13 +31,13 @@ from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.text import inert
-from challenge_welding.ingestion.handover import child as proto
+from challenge_welding.ingestion.handover import child
 from challenge_welding.ingestion.handover import clock, wire
 from challenge_welding.ingestion.confine import layers, reaper
 from challenge_welding.ingestion.install.environment import participant_env
 from challenge_welding.ingestion.handover.buffers import BatchBuffer
 
-CHILD_SCRIPT = Path(proto.__file__).resolve()
+CHILD_SCRIPT = Path(child.__file__).resolve()
 TAIL_BYTES = 16 * 1024
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a kill may take (tests: 0)
 
@@ -164,11 +164,11 @@ class Child:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         extra = extra_env or {}  # nothing of the caller's environment: its documented list
         env = participant_env(extra.get("HOME", str(cwd)), extra.get("TMPDIR", str(cwd)))
-        env.update({proto.ENV_FD: str(theirs.fileno()),
+        env.update({child.ENV_FD: str(theirs.fileno()),
                     "PYTHONPATH": os.pathsep.join(pythonpath), "PYTHONUNBUFFERED": "1",
                     "PYTHONNOUSERSITE": "1", "PYTHONFAULTHANDLER": "1"})
         if module:
-            env[proto.ENV_MODULE] = module
+            env[child.ENV_MODULE] = module
         env.update(extra_env or {})
         table = reaper.process_table()
         self._before = {pid for pid, (ppid, _s, _t) in table.items() if ppid == os.getpid()}
@@ -235,11 +235,11 @@ class Child:
         reports an exception and exits may close its end while we were sending or waiting,
         and its own message says more than its exit status."""
         try:
-            header = self.channel.read_header(proto.header_cap(0), time.monotonic() + 0.5,
+            header = self.channel.read_header(child.header_cap(0), time.monotonic() + 0.5,
                                               lambda: False)
         except Exception:  # noqa: BLE001 - nothing usable waiting: the exit status it is
             return
-        if header.get("op") == proto.OP_ERROR:
+        if header.get("op") == child.OP_ERROR:
             try:
                 err = wire.check_error(header)
             except wire.WireError:
@@ -250,14 +250,14 @@ class Child:
     def _header(self, cap: int, deadline: float | None) -> dict:
         """The next header; the child's own error report becomes its ChildFault."""
         header = self.channel.read_header(cap, deadline, self._alive)
-        if header["op"] == proto.OP_ERROR:
+        if header["op"] == child.OP_ERROR:
             raise self._reported(wire.check_error(header))
         return header
 
     def _reported(self, err: dict) -> ChildFault:
         """The child's own error report as its ChildFault."""
         self.output.join(1.0)
-        where = {"import": "importing the component", "init": f"{proto.CLASS_NAME}()",
+        where = {"import": "importing the component", "init": f"{child.CLASS_NAME}()",
                  "load_model": "load_model()", "predict": "predict()"}[err["stage"]]
         return ChildFault(f"the submission raised {err['message']} in {where}"
                           + ("" if err["stage"] != "predict" else f" ({self._what})")
@@ -269,7 +269,7 @@ class Child:
         what = self._what = "import and load_model()"
         with self._guard(what, "load_model", timeout, "the load time limit"):
             try:
-                return wire.check_ready(self._header(proto.header_cap(0),
+                return wire.check_ready(self._header(child.header_cap(0),
                                                      time.monotonic() + timeout))
             except ChildFault as fault:
                 self.kill()
@@ -289,7 +289,7 @@ class Child:
         self._what = what
         ident, nonce = msg["id"], secrets.token_hex(8)  # fresh per hand-over: no early answer
         shapes = [(h, w) for _off, h, w in msg["images"]]
-        cap = proto.header_cap(len(shapes))
+        cap = child.header_cap(len(shapes))
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._guard(what, "predict", timeout, limit):
             try:
@@ -306,8 +306,8 @@ class Child:
                     maps = self.channel.read_arrays(
                         wire.check_maps(head, ident, nonce, shapes), deadline, self._alive)
                     maps_error = head.get("error")
-                idle = self._header(proto.header_cap(0), deadline)
-                wire.check_op(idle, (proto.OP_IDLE,), f"the end of batch {ident}")
+                idle = self._header(child.header_cap(0), deadline)
+                wire.check_op(idle, (child.OP_IDLE,), f"the end of batch {ident}")
                 wire.check_tag(idle, ident, nonce)
                 output = header.get("output")
                 if isinstance(output, dict):
@@ -330,7 +330,7 @@ class Child:
         """Ask the child to exit, then end it and every process the submission started."""
         if self.proc.poll() is None:
             try:
-                self.channel.send({"op": proto.OP_STOP}, None, 1.0)
+                self.channel.send({"op": child.OP_STOP}, None, 1.0)
                 self.proc.wait(timeout)
             except (wire.Timeout, wire.Closed, OSError, subprocess.TimeoutExpired):
                 pass

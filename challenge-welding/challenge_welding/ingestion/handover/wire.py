@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from challenge_welding.contract.checked import nesting
-from challenge_welding.ingestion.handover import child as proto
+from challenge_welding.ingestion.handover import child
 from challenge_welding.scoring.explainability_io import reduced_shape
 
 
@@ -53,8 +53,8 @@ class Closed(Exception):
 def parse_header(data: bytes) -> dict:
     """A header's bytes as a dict with a string "op"; WireError otherwise."""
     depth = nesting(data)
-    if depth > proto.MAX_DEPTH:
-        raise WireError(f"a message nested {depth} levels deep (at most {proto.MAX_DEPTH})")
+    if depth > child.MAX_DEPTH:
+        raise WireError(f"a message nested {depth} levels deep (at most {child.MAX_DEPTH})")
     try:
         header = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -106,7 +106,7 @@ def check_tag(header: dict, ident: int, nonce: str) -> None:
 
 
 def check_ready(header: dict) -> dict:
-    check_op(header, (proto.OP_READY,), "the ready message")
+    check_op(header, (child.OP_READY,), "the ready message")
     for key in ("python", "numpy"):
         if len(_field(header, key, str, "ready")) > 100:
             raise WireError(f"'{key}' of the ready message is too long")
@@ -147,7 +147,7 @@ def declared(header: dict, allowed: Callable[[int, str], tuple | None], what: st
 
 def check_result(header: dict, ident: int, nonce: str, n: int) -> list:
     """The answer to the batch handed over (n images); returns its declared arrays."""
-    check_op(header, (proto.OP_RESULT,), f"the answer to batch {ident}")
+    check_op(header, (child.OP_RESULT,), f"the answer to batch {ident}")
     check_tag(header, ident, nonce)
     seconds = _field(header, "seconds", (int, float), "result")
     if not (math.isfinite(seconds) and seconds >= 0):  # it goes to ingestion.json: strict JSON, a real time
@@ -165,7 +165,7 @@ def check_result(header: dict, ident: int, nonce: str, n: int) -> list:
 
 def check_maps(header: dict, ident: int, nonce: str, shapes: list[tuple[int, int]]) -> list:
     """The explainability maps of the batch: one uint8 array per image, of its reduced shape."""
-    check_op(header, (proto.OP_MAPS,), f"the maps of batch {ident}")
+    check_op(header, (child.OP_MAPS,), f"the maps of batch {ident}")
     check_tag(header, ident, nonce)
     if header.get("error") is not None:
         _field(header, "error", str, "maps")
@@ -212,7 +212,7 @@ class Channel:
 
     def send(self, header: dict, fd: int | None, timeout: float | None) -> None:
         """Send a message (with ``fd`` on its first byte); Timeout when the child does not read."""
-        data = proto.encode(header)[0]
+        data = child.encode(header)[0]
         self.sock.settimeout(timeout)
         try:
             sent = socket.send_fds(self.sock, [data], [fd]) if fd is not None else 0
@@ -266,9 +266,9 @@ class Channel:
 
     def read_header(self, cap: int, deadline: float | None, alive) -> dict:
         """The next frame's header: its length is checked against ``cap`` before it is read."""
-        size = proto.PREFIX.size
+        size = child.PREFIX.size
         self._fill(size, deadline, alive)
-        (length,) = proto.PREFIX.unpack(self.buf[:size])
+        (length,) = child.PREFIX.unpack(self.buf[:size])
         if length > cap:
             raise WireError(f"a message header of {length} bytes was announced (at most {cap})")
         self._fill(size + length, deadline, alive)

@@ -663,7 +663,7 @@ class Ingestion:
             self.report.integrity["decode_ahead"] = ahead
             self.stock_bytes = stock_bytes if ahead else 0
             # spares for the first stock, made while the child loads (buffers are never
-            # reused once handed over: protocol.py)
+            # reused once handed over: buffers.py)
             self.pool = BufferPool(keep=workers + 3 + self.stock_bytes // (8 << 20))
             first = next((paths[:int(opt["batch_size"])] for _df, paths in self.sets.values()
                           if len(paths)), [])

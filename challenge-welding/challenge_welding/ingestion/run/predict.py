@@ -17,7 +17,7 @@ its hand-over. Elsewhere decoding overlaps predict() to keep the run short.
 
 Buffers. Every batch is decoded into a fresh buffer that never left our process and is
 sealed before its hand-over; once handed over, a buffer is closed on our side and never
-written or reused (protocol.py): whatever the submission keeps of it, it holds only the
+written or reused (buffers.py): whatever the submission keeps of it, it holds only the
 batch it was handed.
 
 Warm-up. Before the first timed call, one untimed call on a synthetic batch

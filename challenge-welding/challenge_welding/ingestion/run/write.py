@@ -1,12 +1,12 @@
 """The writer: what the ingestion keeps in memory becomes the output folder, and nothing else.
 
-Called once every process of the submission is dead (run.py):
+Called once every process of the submission is dead (ingest.py):
 
 1. :func:`clean_output` removes every entry of the output folder that the ingestion
    is not about to write and that was not there before the run (a submission's
    copies of input images, folders planted anywhere, links; inside folders that
    were there before too), and names them; a file there before whose content
-   changed fails the run (run.py);
+   changed fails the run (ingest.py);
 2. :func:`publish` writes every file into a private folder it creates inside the
    output folder (``tempfile.mkdtemp``: an unpredictable name, created exclusively,
    so nothing planted at a guessable temporary name plays any part), then moves
@@ -37,7 +37,7 @@ from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.names import PRED_COLUMNS
 from challenge_welding.ingestion.run.predict import SetAnswers
 from challenge_welding.scoring.explainability_io import file_name as maps_file_name
-from challenge_welding.contract.files import (OwnedFolder, remove_entry,  # noqa: F401 (run.py)
+from challenge_welding.contract.files import (OwnedFolder, remove_entry,  # noqa: F401 (ingest.py)
                                               sha256_bytes, write_atomic, writing)
 
 STAGE_PREFIX = ".cw-publish-"
