@@ -35,7 +35,7 @@ ROOMS = {
     "ingestion": {
         "confine": (),                                     # sandbox, layers, reaper, self-check
         "install": ("confine",),                           # the submission on disk, its environment
-        "handover": ("confine", "install"),                # the child, the wire, buffers, the clock
+        "handover": ("confine",),                          # the child, the wire, buffers, the clock
         "run": ("confine", "install", "handover"),         # ingest(), one set, validate, write, check
     },
 }

@@ -34,7 +34,7 @@ from challenge_welding.contract.text import inert
 from challenge_welding.ingestion.handover import child
 from challenge_welding.ingestion.handover import clock, wire
 from challenge_welding.ingestion.confine import layers, reaper
-from challenge_welding.ingestion.install.environment import participant_env
+from challenge_welding.ingestion.confine.variables import participant_env
 from challenge_welding.ingestion.handover.buffers import BatchBuffer
 
 CHILD_SCRIPT = Path(child.__file__).resolve()
