@@ -54,8 +54,8 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from challenge_welding.ingestion.decode import default_workers, read_rgb
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.decode import default_workers, read_rgb
+from challenge_welding.ingestion.run.ingest import ingest
 
 PREDICT_S = 0.015
 
@@ -209,8 +209,8 @@ import json, sys
 from pathlib import Path
 cfg = json.loads(sys.argv[1])
 if cfg["memfd"]:  # the fallback where no private huge-page tmpfs can be mounted
-    from challenge_welding.ingestion import protocol
-    protocol._huge.update(fd=None, why="forced by the benchmark")
+    from challenge_welding.ingestion.handover import buffers
+    buffers._huge.update(fd=None, why="forced by the benchmark")
 sys.path.insert(0, cfg["bench"])
 from ingestion import run_ingest
 t = run_ingest(Path(cfg["root"]), Path(cfg["data"]), 0.0, cfg["bs"])
@@ -244,7 +244,7 @@ def buffer_lifecycle(kind: str | None, rounds: int = 20) -> float:
     buffer mapped and faulted once, then rewritten in place for every batch."""
     import mmap
 
-    from challenge_welding.ingestion.protocol import BatchBuffer, layout
+    from challenge_welding.ingestion.handover.buffers import BatchBuffer, layout
 
     nbytes = layout([(1080, 1920)] * 10)[1]
     image = np.full(nbytes, 90, np.uint8)
@@ -308,14 +308,14 @@ def before_after(args, root: Path, paths, workers: int) -> int:
           "(after/before): " + " ".join(
               f"{b / a:.3f}" for b, a in zip(runs[f"ingest (a), before ({before})"],
                                             runs["ingest (a), after"])))
-    from challenge_welding.ingestion import protocol
+    from challenge_welding.ingestion.handover import buffers
 
     print("\nCPU per batch buffer of 10 full-HD images, write + child mapping + free, best of 20 "
           "(ms): reused (before) " f"{1000 * buffer_lifecycle(None):.1f}; fresh memfd, 4 KiB "
           f"pages {1000 * buffer_lifecycle('memfd'):.1f}" + (
               f"; fresh private tmpfs, huge pages {1000 * buffer_lifecycle('tmpfs'):.1f}"
-              if protocol.huge_folder() is not None else
-              f"; no private tmpfs here ({protocol._huge['why']})"))
+              if buffers.huge_folder() is not None else
+              f"; no private tmpfs here ({buffers._huge['why']})"))
     c_before = min(cpu[f"ingest (a), before ({before})"])
     print(f"CPU per image (whole ingestion, start and prefill included), after / before: "
           f"{min(cpu['ingest (a), after']) / c_before:.3f}; 4 KiB memfds / before "

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingestion import make_images  # benchmarks/ingestion.py
 
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 UNUSED = {"torch", "onnxruntime"}  # pinned by the solution, imported by none of its code

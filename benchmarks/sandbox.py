@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-from challenge_welding.ingestion import sandbox
+from challenge_welding.ingestion.confine import sandbox
 
 WORK = r"""
 import os, sys, time

@@ -1,5 +1,5 @@
 """The wire's own cost: one batch's round trip (hand-over message -> answer -> idle) with the
-checked JSON frames of ingestion/wire.py, against the pickle protocol it replaced
+checked JSON frames of ingestion/handover/wire.py, against the pickle protocol it replaced
 (multiprocessing.connection), measured in the same run between the same two processes.
 
 The child side is child.py's real code (Reader, pack_output, encode); the parent side is the
@@ -19,8 +19,8 @@ from multiprocessing import Pipe, get_context
 
 import numpy as np
 
-from challenge_welding.ingestion import child as proto
-from challenge_welding.ingestion import wire
+from challenge_welding.ingestion.handover import child
+from challenge_welding.ingestion.handover import wire
 
 
 def _answer(n):
@@ -30,16 +30,16 @@ def _answer(n):
 
 def _wire_child(sock_fd: int, n: int) -> None:
     sock = socket.socket(fileno=sock_fd)
-    reader = proto.Reader(sock)
+    reader = child.Reader(sock)
     while True:
         msg = reader.frame()
-        if msg["op"] == proto.OP_STOP:
+        if msg["op"] == child.OP_STOP:
             return
-        fields, arrays = proto.pack_output(_answer(n), n)
+        fields, arrays = child.pack_output(_answer(n), n)
         tag = {"id": msg["id"], "nonce": msg["nonce"]}
-        proto.send(sock, {"op": proto.OP_RESULT, **tag, "seconds": 0.0, "error": None, **fields},
+        child.send(sock, {"op": child.OP_RESULT, **tag, "seconds": 0.0, "error": None, **fields},
                    arrays)
-        proto.send(sock, {"op": proto.OP_IDLE, **tag})
+        child.send(sock, {"op": child.OP_IDLE, **tag})
 
 
 def bench_wire(rounds: int, n: int) -> list[float]:
@@ -60,9 +60,9 @@ def bench_wire(rounds: int, n: int) -> list[float]:
         chan.check_quiet()
         chan.send({"op": "batch", "id": i, "nonce": nonce, "size": 1, "images": items,
                    "meta": meta, "device": None}, None, 10)
-        head = chan.read_header(proto.header_cap(n), None, lambda: True)
+        head = chan.read_header(child.header_cap(n), None, lambda: True)
         values = chan.read_arrays(wire.check_result(head, i, nonce, n), None, lambda: True)
-        idle = chan.read_header(proto.header_cap(0), None, lambda: True)
+        idle = chan.read_header(child.header_cap(0), None, lambda: True)
         wire.check_tag(idle, i, nonce)
         times.append(time.perf_counter() - t0)
         assert values[0].shape == (n, 3)
@@ -77,7 +77,7 @@ def _pickle_child(conn, n):
         if msg["op"] == "stop":
             return
         conn.send({"op": "result", "id": msg["id"], "seconds": 0.0,
-                   "output": proto.to_plain(_answer(n)), "ignored": []})
+                   "output": child.to_plain(_answer(n)), "ignored": []})
         conn.send({"op": "idle", "id": msg["id"]})
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write docs/integrity.md's table of attacks x layers from the hostile tests' results.
 
-tests/ingestion/test_confinement.py writes one JSON per configuration (Landlock ABI cap,
+tests/ingestion/confine/test_confinement.py writes one JSON per configuration (Landlock ABI cap,
 namespaces lent or not, root or an unprivileged user; ``main-*.json``: the same attacks
 against main's code, before issue 29). This script only formats them: the table between
 the ``<!-- layers-table -->`` markers is replaced, nothing in it is written by hand.
@@ -83,7 +83,7 @@ def table(results: Path, code: str) -> str:
 
 
 def main(argv) -> int:
-    results = Path(argv[1]) if len(argv) > 1 else REPO / "tests/ingestion/confinement_results"
+    results = Path(argv[1]) if len(argv) > 1 else REPO / "tests/ingestion/confine/confinement_results"
     doc = Path(argv[2]) if len(argv) > 2 else REPO / "docs/integrity.md"
     text = doc.read_text()
     if START not in text or END not in text:

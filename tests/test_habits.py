@@ -14,7 +14,7 @@ import challenge_welding
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(challenge_welding.__file__).resolve().parent
 # being split into sub-folders by another change: its __init__ is checked once that lands
-NOT_YET = ("ingestion",)
+NOT_YET: tuple[str, ...] = ()
 
 # A noqa comment names one code or more, then why (`E402 - after sys.path is set`). A bare noqa
 # silences every rule, and a code alone leaves the next reader to guess whether the rule still

@@ -33,7 +33,7 @@ from challenge_welding.data.parquet_io import write_parquet
 from challenge_welding.data.synth import generate_dataset, write_datasets_list
 from challenge_welding.dataloaders import ChallengeWeldingDataset, create_pytorch_dataloader
 from challenge_welding.inference_tools import TestAIComponent
-from challenge_welding.ingestion.validate import OutputError
+from challenge_welding.ingestion.run.validate import OutputError
 from challenge_welding.user_interface import PUBLIC_STORE, STORE_ENV, ChallengeUI, StoreError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,6 +29,16 @@ LAYERS = {
 }
 # the package root: its face, the participant interface (a numpy-only file copied into
 # submissions) and the published starter kit's modules (its API, same paths: docs/contracts.md)
+# Rooms inside a layer: layer -> {room -> the rooms of that layer it may import}, bottom to top.
+# A layer with rooms keeps no module of its own but its __init__ (docs/architecture.md).
+ROOMS = {
+    "ingestion": {
+        "confine": (),                                     # sandbox, layers, reaper, self-check
+        "install": ("confine",),                           # the submission on disk, its environment
+        "handover": ("confine",),                          # the child, the wire, buffers, the clock
+        "run": ("confine", "install", "handover"),         # ingest(), one set, validate, write, check
+    },
+}
 ROOT_MODULES = {"__init__.py", "__main__.py", "ai_component_interface.py", "AIComponent_interface.py",
                 "_version_.py", "user_interface.py", "dataloaders.py", "inference_tools.py"}
 ROOT_MAY_IMPORT = {"__main__": ("commands",), "AIComponent_interface": ("ai_component_interface",),
@@ -98,3 +108,38 @@ def test_the_check_sees_a_lazy_import_and_a_from_package_import(tmp_path):
                      "from challenge_welding import flows, __version__\nfrom challenge_welding.contract import names\n")
     assert _violations(probe, "scoring", LAYERS["scoring"]) == [
         ("probe.py", "challenge_welding.flows"), ("probe.py", "challenge_welding.report.html")]
+
+
+def _room(name: str, layer: str) -> str | None:
+    """The room of ``layer`` a dotted name lands in, None outside the layer's rooms."""
+    parts = name.split(".")
+    inside = parts[:2] == ["challenge_welding", layer] and len(parts) > 2
+    return parts[2] if inside and parts[2] in ROOMS[layer] else None
+
+
+@pytest.mark.parametrize("layer", sorted(ROOMS))
+def test_every_room_has_a_row_and_nothing_else_is_loose(layer):
+    rooms = {p.name for p in (PACKAGE / layer).iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS[layer])
+    assert {p.name for p in (PACKAGE / layer).glob("*.py")} == {"__init__.py"}
+
+
+@pytest.mark.parametrize("layer,room", [(layer, room) for layer in sorted(ROOMS) for room in ROOMS[layer]])
+def test_a_room_imports_only_the_rooms_below_it_and_lists_its_modules(layer, room):
+    files = sorted((PACKAGE / layer / room).glob("*.py"))
+    allowed = ROOMS[layer][room]
+    bad = [(f.name, name) for f in files for name in _imports(f)
+           if (r := _room(name, layer)) is not None and r != room and r not in allowed]
+    assert bad == []
+    doc = ast.get_docstring(ast.parse((PACKAGE / layer / room / "__init__.py").read_text(encoding="utf-8")))
+    assert "import" in doc
+    listed = {f.stem for f in files if f.name != "__init__.py"}
+    assert [m for m in sorted(listed) if f"  {m} " not in doc] == []
+
+
+def test_the_room_check_sees_an_import_that_runs_back_up(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from challenge_welding.ingestion.run.ingest import ingest\n"
+                     "from challenge_welding.ingestion.confine import sandbox\n")
+    ups = [n for n in _imports(probe) if _room(n, "ingestion") not in (None, "confine")]
+    assert ups == ["challenge_welding.ingestion.run.ingest"]

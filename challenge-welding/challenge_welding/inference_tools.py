@@ -6,7 +6,7 @@ differ, it does what the evaluator does, so that a component that passes here pa
 each image's metadata holds only ``welding-seams`` and ``resolution`` (the kit passed the
 whole row, labels included); ``device`` is "cuda" only when a GPU is visible and is passed
 only to a ``predict`` that takes it; the output is checked and normalised by the
-evaluator's own rules (ingestion.validate: missing probabilities become the one-hot of the
+evaluator's own rules (ingestion.run.validate: missing probabilities become the one-hot of the
 prediction, missing OOD scores 0; a wrong length or a NaN is an error naming the sample).
 
 It runs the component unconfined in this process: for the evaluator's isolated install and
@@ -80,8 +80,8 @@ class TestAIComponent:
         also written as parquet to ``results_inference_path``."""
         from tqdm import tqdm
 
-        from challenge_welding.ingestion.environment import detect_device
-        from challenge_welding.ingestion.validate import Notes, validate_output
+        from challenge_welding.ingestion.install.environment import detect_device
+        from challenge_welding.ingestion.run.validate import Notes, validate_output
 
         if self.ai_component is None:
             raise RuntimeError("no component loaded: call load_proposed_solution() first")

@@ -37,8 +37,7 @@ from challenge_welding.contract.checked import MAX_JSON_DEPTH, MAX_NPZ_BYTES
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "ingestion"))
-from ingestion_helpers import GOOD, make_input_data, make_submission  # noqa: E402 - after tests/ingestion joins sys.path
-from test_hostile_protocol import failed_with_one_line  # noqa: E402 - likewise
+from ingestion_helpers import GOOD, failed_with_one_line, make_input_data, make_submission  # noqa: E402 - after tests/ingestion joins sys.path
 
 CLI = [sys.executable, "-m", "challenge_welding"]
 PEAK_LIMIT_KB = 300 * 1024
@@ -293,7 +292,7 @@ def ingest_inputs(tmp_path_factory):
 
 
 def _ingest(tmp_path, ingest_inputs, component):
-    from challenge_welding.ingestion.run import ingest
+    from challenge_welding.ingestion.run.ingest import ingest
 
     data, cache = ingest_inputs
     sub = make_submission(tmp_path / "sub", component)

@@ -9,7 +9,11 @@ import cv2
 import numpy as np
 import pandas as pd
 
+import challenge_welding
 from challenge_welding.contract.names import SET_NAMES
+
+# the packaged scoring config (the reference folders' scoring.yaml)
+CONFIG = Path(challenge_welding.__file__).parent / "scoring" / "default_scoring.yaml"
 
 # setup.py of the starter kit's template: install_requires read from requirements.txt.
 SETUP_PY = """\
@@ -139,3 +143,14 @@ def make_reference(root: Path, config: Path) -> Path:
         pd.DataFrame(rows).to_parquet(root / f"{name}.parquet", index=False)
     shutil.copy(config, root / "scoring.yaml")
     return root
+
+
+def failed_with_one_line(report, out, *parts):
+    """The run failed with exactly one error line holding ``parts``; no traceback of ours."""
+    assert report["status"] == "failed", report
+    assert len(report["errors"]) == 1 and "\n" not in report["errors"][0], report["errors"]
+    for part in parts:
+        assert part in report["errors"][0], report["errors"][0]
+    log = (out / "ingestion.log").read_text()
+    assert report["errors"][0] in log
+    assert "Traceback" not in log and "Traceback" not in report["errors"][0]

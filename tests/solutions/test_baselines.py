@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "reference-solutions"
 N = 12

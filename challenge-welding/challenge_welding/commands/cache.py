@@ -15,7 +15,7 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
-    from challenge_welding.ingestion.environment import cached_environments, prune_environments
+    from challenge_welding.ingestion.install.environment import cached_environments, prune_environments
 
     if args.action == "list":
         envs = cached_environments(args.env_cache)

@@ -30,7 +30,7 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
-    from challenge_welding.ingestion.check import check_submission
+    from challenge_welding.ingestion.run.check import check_submission
 
     findings = check_submission(args.path, cache_dir=args.env_cache, n_images=args.images,
                                 isolation=not args.no_isolation, python=args.python,

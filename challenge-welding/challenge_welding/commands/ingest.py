@@ -96,7 +96,7 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
-    from challenge_welding.ingestion.run import ingest
+    from challenge_welding.ingestion.run.ingest import ingest
 
     report = ingest(
         args.submission, args.input_data, args.output, batch_size=args.batch_size,

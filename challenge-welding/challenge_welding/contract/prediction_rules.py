@@ -1,4 +1,4 @@
-"""The rules of one prediction row, shared by the ingestion (ingestion.validate, per batch) and the
+"""The rules of one prediction row, shared by the ingestion (ingestion.run.validate, per batch) and the
 scoring (scoring.inputs, per set), so that both treat a value the same way.
 
 Pure functions over numpy arrays; each returns masks (which rows break which

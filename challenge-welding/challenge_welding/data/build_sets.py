@@ -789,7 +789,7 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
                 [c for c in ("perturbation", "level", "ood", "position", "labelling_type") if c in table.columns]
             write_parquet(table[ref_cols], work / "reference_data" / f"{name}.parquet")
         _write_training(source_rows.loc[training], work / TRAINING_NAME)
-        _install(work, out)
+        _move_into_place(work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     calibrate(out / "reference_data")
@@ -871,7 +871,7 @@ def _replace(src: Path, dst: Path):
         shutil.rmtree(trash) if trash.is_dir() else trash.unlink()
 
 
-def _install(work, out):
+def _move_into_place(work, out):
     (out / "input_data").mkdir(exist_ok=True)
     (out / "reference_data").mkdir(exist_ok=True)
     for name in SET_NAMES:

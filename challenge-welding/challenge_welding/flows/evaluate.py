@@ -13,7 +13,7 @@ from pathlib import Path
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import make_folder, writing
 from challenge_welding.flows.score import score
-from challenge_welding.ingestion.run import ingest
+from challenge_welding.ingestion.run.ingest import ingest
 from challenge_welding.scoring.draws import draws_path
 
 

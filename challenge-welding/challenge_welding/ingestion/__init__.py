@@ -1,17 +1,14 @@
 """Install a submission in isolation and run it safely and fast over the evaluation sets.
-It may import contract, scoring and data (tests/scoring/test_layers.py).
+It may import contract, scoring and data (tests/test_layers.py, LAYERS).
 
-Modules, in pipeline order:
-  submission   unpack a zip/folder, layout checks, requirements filtering
-  environment  cached uv (or venv + pip) environment with the interface shim; device
-  process      the child process: start, hand batches over and time them, end it
-  child        the worker running inside the submission's environment (stdlib + numpy)
-  protocol     nameless per-batch memory files handing images to the child without a copy
-  decode       background JPEG decoding (cv2, RGB uint8) into those buffers
-  reaper       subreaper, non-dumpable, and killing every process of the submission
-  validate     checks and normalisation of what predict() returned
-  predict      predict one set: answers and timings in memory, no file written
-  write        the writer: set files from memory, atomic, with their sha256 manifest
-  run          ingest(): the orchestration, the run report, ingestion.json
-  check        check-submission: what a participant runs before uploading
+Four rooms, one idea each; a room imports only the rooms below it (ROOMS in the same test;
+each room's ``__init__`` says what it owns and lists its modules), top to bottom:
+  run       the timed run: ingest(), one set's prediction, the checks of predict()'s output,
+            the writer of the output folder, check-submission
+  handover  the child process and what crosses to it: the worker, the wire, the per-batch
+            buffers, the parent's handle that times each hand-over, the clock
+  install   a submission on disk and its isolated environment (uv or venv + pip), the device
+  confine   what participant code may do: sandbox, the layers beneath it, the reaper, the
+            self-check of the evaluator's own files
+Nothing else sits here: the rooms' modules are imported by their full path.
 """

@@ -12,7 +12,7 @@ crosses to the evaluator, and the ingestion stores them per set in
 ``height, width`` are the reduced shape (:func:`reduced_shape`). No maps returned:
 no file. The child runs in the submission's environment and cannot import this
 package: ``child.py`` carries a copy of MAP_SCALE and of the reduction, kept equal
-by tests/ingestion/test_wire.py.
+by tests/ingestion/handover/test_wire.py.
 
 Scoring may not import the ingestion, so this module (the format's one
 definition) lives here and the ingestion imports it.

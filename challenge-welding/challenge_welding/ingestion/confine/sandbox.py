@@ -1,0 +1,640 @@
+"""Confine every line of participant code: Landlock, a seccomp filter, rlimits (Linux).
+
+Codabench runs the ingestion as root with 14 capabilities dropped and no-new-privileges,
+without user or mount namespaces: no other uid, no chroot. Where the kernel lends more
+(root elsewhere, or unprivileged user namespaces), layers.py first puts the process in
+namespaces of its own (mount, pid, network, IPC), as a user of its own where root may
+change user, and empties every capability set in every case. Then what an unprivileged
+process can still do to its children, and what this module applies between fork and exec
+(a ``preexec_fn``: both survive exec and are inherited by every descendant, and neither
+can be lifted afterwards):
+
+* **no_new_privs** first (Landlock and seccomp require it without CAP_SYS_ADMIN);
+* **Landlock** (Linux >= 5.13): the process may read only its environment, the system's
+  libraries and interpreter, and write only its scratch folders. Rules allow, they never
+  deny, so a folder that must stay out of reach inside an allowed one (the evaluator's
+  site-packages under ``/usr``) is carved out: the allowed folder's other entries get the
+  rule instead (:func:`carve`). ABI >= 4: TCP bind/connect refused (none allowed); ABI >= 6:
+  signals and abstract Unix sockets scoped to the sandbox, so the ingestion cannot be
+  signalled. A Landlock domain also refuses ptrace of any process outside it;
+* **seccomp** (a hand-built BPF filter, :func:`seccomp_program`): ``setsid``/``setpgid``
+  refused, so every process of the submission stays in the process group the preexec made
+  and one ``killpg`` ends them all; signals (``kill``, ``tgkill``, ``rt_*sigqueueinfo``,
+  SIGIO owners through ``fcntl``/``ioctl``), scheduling, priorities, resource limits and
+  ``process_vm_*`` allowed only on the submission's own processes, refused (EPERM) on every
+  other process of the machine: the ingestion and all its threads, other runs; ``tkill``,
+  ``pidfd_send_signal``, ``vmsplice``/``splice``/``tee`` and io_uring refused. It is the
+  guard where Landlock scoping and a separate user are missing, and a second one where not;
+* **rlimits**: no core files.
+
+A fork storm is the reaper's watchdog's business (reaper.Watchdog): RLIMIT_NPROC does not
+bind root.
+
+Why a hand-written ctypes binding: the PyPI ``landlock`` package is a pre-release (0.x,
+alpha) and has no seccomp; the three Landlock syscalls and one prctl are a few lines each.
+
+Where the kernel lacks Landlock, a mount namespace confines the files if one is lent; if
+none is, ``ingest`` refuses unless ``--unsafe-unconfined``, and then the run says so (a
+warning, ``ingestion.json``'s ``sandbox`` section); organisers can refuse such runs
+(``integrity.require_sandbox`` in the scoring config). ``CHALLENGE_WELDING_LANDLOCK_ABI_MAX``
+caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+try:
+    import resource
+except ImportError:  # Windows: no rlimits, and no confinement to apply them in
+    resource = None
+import site
+import struct
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import challenge_welding
+from challenge_welding.ingestion.confine import layers
+
+ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
+KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
+
+# Syscall numbers: Landlock's are the same on x86_64 and aarch64 (the generic table).
+_SYS = {
+    "x86_64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
+                   kill=62, tkill=200, tgkill=234, rt_sigqueueinfo=129, rt_tgsigqueueinfo=297,
+                   pidfd_send_signal=424, pidfd_open=434, setsid=112, setpgid=109,
+                   fcntl=72, ioctl=16, setpriority=141, sched_setparam=142,
+                   sched_setscheduler=144, sched_setaffinity=203, sched_setattr=314,
+                   ioprio_set=251, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
+                   migrate_pages=256, move_pages=279, pidfd_getfd=438, process_madvise=440,
+                   setns=308, socket=41, vmsplice=278, splice=275, tee=276, io_uring_setup=425,
+                   io_uring_enter=426, io_uring_register=427, audit_arch=0xC000003E),
+    "aarch64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
+                    kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240,
+                    pidfd_send_signal=424, pidfd_open=434, setsid=157, setpgid=154,
+                    fcntl=25, ioctl=29, setpriority=140, sched_setparam=118,
+                    sched_setscheduler=119, sched_setaffinity=122, sched_setattr=274,
+                    ioprio_set=30, prlimit64=261, process_vm_readv=270, process_vm_writev=271,
+                    migrate_pages=238, move_pages=239, pidfd_getfd=438, process_madvise=440,
+                    setns=268, socket=198, vmsplice=75, splice=76, tee=77, io_uring_setup=425,
+                    io_uring_enter=426, io_uring_register=427, audit_arch=0xC00000B7),
+}
+SYS = _SYS.get(platform.machine())
+
+# Landlock access rights (uapi/linux/landlock.h) and the ABI that introduced them.
+FS = dict(execute=1 << 0, write_file=1 << 1, read_file=1 << 2, read_dir=1 << 3,
+          remove_dir=1 << 4, remove_file=1 << 5, make_char=1 << 6, make_dir=1 << 7,
+          make_reg=1 << 8, make_sock=1 << 9, make_fifo=1 << 10, make_block=1 << 11,
+          make_sym=1 << 12, refer=1 << 13, truncate=1 << 14, ioctl_dev=1 << 15)
+FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1,
+             5: (1 << 16) - 1}
+FILE_ONLY = FS["execute"] | FS["write_file"] | FS["read_file"] | FS["truncate"] | FS["ioctl_dev"]
+READ = FS["execute"] | FS["read_file"] | FS["read_dir"]
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+# System folders a Python process with numpy, OpenCV, TensorFlow or PyTorch reads.
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc", "/proc",
+               "/sys")
+# Device nodes opened read-write: the usual ones, shared memory and the GPU's (CDI mounts them).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/shm",
+           "/dev/dri", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+           "/dev/nvidia-modeset", "/dev/nvidia-caps")
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def kernel_abi() -> int:
+    """The kernel's Landlock ABI (0: none, or not Linux)."""
+    if _libc is None or SYS is None:
+        return 0
+    abi = _libc.syscall(SYS["landlock_create_ruleset"], None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(CREATE_RULESET_VERSION))
+    return max(0, abi)
+
+
+def usable_abi() -> int:
+    """The kernel's ABI, capped by CHALLENGE_WELDING_LANDLOCK_ABI_MAX when set."""
+    abi = kernel_abi()
+    cap = os.environ.get(ABI_MAX_ENV, "").strip()
+    return min(abi, int(cap)) if cap.isdigit() else abi
+
+
+def carve(root: str, holes) -> list[str]:
+    """Paths that together cover ``root`` minus every folder or file in ``holes``.
+
+    A hole strictly inside ``root`` is cut out by listing the folders on the way to it and
+    keeping their other entries; a symlinked entry is kept only when its target is in no hole.
+    """
+    root = os.path.realpath(root)
+    inside = [h for h in holes if h == root or h.startswith(root.rstrip("/") + "/")]
+    if not inside:
+        return [root]
+    if root in inside or not os.path.isdir(root):
+        return []
+    out = []
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return []
+    for name in entries:
+        path = os.path.join(root, name)
+        real = os.path.realpath(path)
+        if real != path and any(real == h or real.startswith(h + "/") or h.startswith(real + "/")
+                                for h in holes):
+            continue
+        out += carve(path, holes) if real == path else [real]
+    return out
+
+
+@dataclass
+class Policy:
+    """What one confined process tree may touch. Paths are resolved by :meth:`rules`."""
+
+    read: list = field(default_factory=list)    # read + execute
+    write: list = field(default_factory=list)   # everything
+    holes: list = field(default_factory=list)   # never reachable through ``read``
+    network: bool = False                       # TCP bind/connect allowed
+    abi: int = 0                                # Landlock ABI to use (0: none)
+
+    def __post_init__(self):
+        self.read, self.write, self.holes = ([str(p) for p in ps if p]
+                                             for ps in (self.read, self.write, self.holes))
+
+    def rules(self) -> list[tuple[str, int]]:
+        """[(path, access)] of existing paths, holes carved out of the read rules."""
+        holes = sorted({os.path.realpath(h) for h in self.holes if os.path.exists(h)})
+        handled = self.handled_fs()
+        out = []
+        for path in self.read:
+            if os.path.exists(path):
+                out += [(p, READ) for p in carve(path, holes)]
+        for path in self.write:
+            if os.path.exists(path):
+                out.append((os.path.realpath(path), handled))
+        for path in DEVICES:
+            if os.path.exists(path):
+                out.append((path, handled))
+        for name in _nvidia_nodes():
+            out.append((name, handled))
+        return [(p, acc if os.path.isdir(p) else acc & FILE_ONLY & handled) for p, acc in out]
+
+    def handled_fs(self) -> int:
+        return FS_BY_ABI[min(self.abi, 5)] if self.abi else 0
+
+    def describe(self) -> dict:
+        """What is in force, for ingestion.json."""
+        if not self.abi:
+            return {"landlock_abi": None, "fs": "not confined (no Landlock)",
+                    "net": "not confined", "scoping": []}
+        return {"landlock_abi": self.abi,
+                "fs": {"read": sorted(set(self.read)), "write": sorted(set(self.write)),
+                       "devices": [d for d in DEVICES if os.path.exists(d)] + _nvidia_nodes(),
+                       "denied": sorted({os.path.realpath(h) for h in self.holes})},
+                "net": ("TCP allowed" if self.network else "TCP bind and connect denied")
+                if self.abi >= 4 else "not confined (Landlock ABI < 4)",
+                "scoping": ["signal", "abstract_unix_socket"] if self.abi >= 6 else []}
+
+
+def _nvidia_nodes() -> list[str]:
+    try:
+        return sorted(f"/dev/{n}" for n in os.listdir("/dev") if n[:6] == "nvidia" and n[6:].isdigit())
+    except OSError:
+        return []
+
+
+# fcntl/ioctl commands that choose who gets a file's SIGIO (and with F_SETSIG, which signal)
+F_SETOWN, F_SETSIG, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 10, 15, 0x8901, 0x8902
+AF_INET, AF_INET6, AF_PACKET = 2, 10, 17  # socket(2) families refused without network
+SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK = 0, 3, 5, 0x40000000
+PRIO_PROCESS, PRIO_PGRP, IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP = 0, 1, 1, 2
+IOPRIO_CLASS_MASK, IOPRIO_CLASS_RT = 0x7 << 13, 1 << 13
+# refused whatever the arguments: no library a submission needs calls them on a process
+# other than itself, and each would reach beyond it (or keep the hand-over memory: below)
+REFUSED = ("setsid", "setpgid", "tkill", "pidfd_send_signal", "pidfd_getfd", "process_madvise",
+           "sched_setattr", "setns", "vmsplice", "splice", "tee")
+NOT_THERE = ("io_uring_setup", "io_uring_enter", "io_uring_register")  # ENOSYS: libraries fall back
+
+
+def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
+    """The BPF program (struct sock_filter[]) of the last line of defence.
+
+    ``own_pgid``: the submission's process group, i.e. the pid of its first process (the
+    preexec made it a group leader and ``setsid``/``setpgid`` are refused, so every process
+    of the submission is in it for good). A foreign architecture (i386 on x86_64, x32) is
+    refused whole: no bypass by ABI. Every other refusal is EPERM.
+
+    Why no list of protected pids: a snapshot of the ingestion's threads misses those it
+    starts later (the output drain, the watchdog, decoders), and other runs' processes are
+    on no list. A seccomp filter cannot ask the kernel which group a pid is in, so the rule
+    names the only targets that are provably the submission's own, whatever else runs:
+
+    * ``0`` (the caller itself or its group, as the kernel reads it);
+    * ``own_pgid``: the group's leader, the first process; while any process of the group
+      lives, the kernel keeps that number allocated to the group (a struct pid is freed only
+      when no task uses it as pid or pgid), so it never names a foreign process;
+    * ``-own_pgid``: the whole group (kill, F_SETOWN).
+
+    Hence: kill/rt_sigqueueinfo to 0, own_pgid or -own_pgid only; tgkill/rt_tgsigqueueinfo
+    only inside the first process (raise(), pthread_kill() there: tgkill checks that the
+    thread is of that process); sched_setaffinity/setparam/setscheduler, migrate_pages,
+    move_pages, process_vm_readv/writev and prlimit64 (writes; reads are harmless) only on
+    0 or own_pgid; setpriority and ioprio_set only for the caller or its group, never a
+    higher priority (negative nice) or the real-time I/O class; sched_setscheduler only to
+    SCHED_OTHER, BATCH or IDLE (a real-time policy would starve every other run);
+    F_SETOWN only to 0, own_pgid or the own group; F_SETOWN_EX (its target is behind a
+    pointer), F_SETSIG, FIOSETOWN and SIOCSPGRP refused. Cost: a process the submission
+    forked cannot signal or pin itself or a sibling by pid (EPERM, e.g. a
+    multiprocessing.Pool's terminate(), pthread_setaffinity_np() on a thread of a forked
+    worker); pid 0 (itself, its calling thread) always works, and so does everything in the
+    first process, where import, load_model() and predict() run.
+
+    The hand-over memory (a second line behind the ingestion's check that no process of the
+    submission maps or holds it before it is reused): vmsplice, splice and tee put
+    references to a buffer's pages in a pipe, where no map or descriptor shows them, and
+    io_uring's registered buffers pin them the same way; all refused (io_uring as ENOSYS,
+    which libraries read as "not on this kernel"). pidfd_getfd, process_madvise and setns
+    act on another process (a pidfd from pidfd_open, which stays allowed: asyncio waits on
+    children with it): refused.
+
+    ``own_pgid`` None: the caller is in a pid namespace of its own, where its group's leader
+    (outside) has no number; every pid it can name there is the submission's own (its init
+    and its processes), so no target rule applies, only the policy rules (no real-time
+    scheduling, no higher priority) and the refusals below.
+
+    ``network`` False (no --run-network, and every sandboxed install step): ``socket()`` of
+    the internet and packet families (AF_INET, AF_INET6, AF_PACKET) refused with EACCES, as
+    Landlock refuses TCP. Where neither a network namespace nor Landlock ABI >= 4 is lent
+    (a Codabench worker on an older kernel), this is what keeps TCP and UDP in; with them,
+    a second line. Unix sockets stay (socketpair, multiprocessing, asyncio): a socket file
+    is reached only where a mount namespace or file modes let the path be seen.
+    """
+    LD, JEQ, JGE, AND, RET = 0x20, 0x15, 0x35, 0x54, 0x06
+    ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
+    anyone = own_pgid is None
+    own, neg = (0, 0) if anyone else (own_pgid & 0xFFFFFFFF, -own_pgid & 0xFFFFFFFF)
+
+    def arg(i: int, high: bool = False):  # seccomp_data.args[i], one 32-bit half (LE)
+        return (LD, None, None, 16 + 8 * i + 4 * high)
+
+    def only(*values, then="allow"):  # the loaded value must be one of values
+        return [(JEQ, then, None, v) for v in values] + [(JEQ, "deny", "deny", 0)]
+
+    def target(*values, then="allow"):  # a pid argument: one of values, or any in our pid ns
+        return [(JEQ, then, then, 0)] if anyone else only(*values, then=then)
+
+    prog = [(LD, None, None, 4), (JEQ, None, "deny_all", SYS["audit_arch"]), (LD, None, None, 0)]
+    if SYS["audit_arch"] == 0xC000003E:
+        prog.append((JGE, "deny", None, 0x40000000))  # the x32 ABI's syscall numbers
+    blocks = {"signal": ("kill", "rt_sigqueueinfo"), "thread": ("tgkill", "rt_tgsigqueueinfo"),
+              "self": ("sched_setaffinity", "sched_setparam", "migrate_pages", "move_pages",
+                       "process_vm_readv", "process_vm_writev"),
+              "sched": ("sched_setscheduler",), "prio": ("setpriority",),
+              "ioprio": ("ioprio_set",), "prlimit": ("prlimit64",), "fcntl": ("fcntl",),
+              "ioctl": ("ioctl",), **({} if network else {"socket": ("socket",)})}
+    # the frequent calls (ioctl, fcntl) first: every other system call pays the whole list
+    for label in ("ioctl", "fcntl", *[b for b in blocks if b not in ("ioctl", "fcntl")]):
+        prog += [(JEQ, label, None, SYS[name]) for name in blocks[label]]
+    prog += [(JEQ, "deny", None, SYS[name]) for name in REFUSED]
+    prog += [(JEQ, "nosys", None, SYS[name]) for name in NOT_THERE]
+    prog.append((RET, None, None, ALLOW))
+    prog += [("ioctl",), arg(1), (JEQ, "deny", None, FIOSETOWN), (JEQ, "deny", None, SIOCSPGRP),
+             (RET, None, None, ALLOW)]
+    prog += [("fcntl",), arg(1), (JEQ, "deny", None, F_SETSIG), (JEQ, "deny", None, F_SETOWN_EX),
+             (JEQ, None, "allow", F_SETOWN), arg(2), *target(0, own, neg)]
+    prog += [("signal",), arg(0), *target(0, own, neg)]
+    prog += [("thread",), arg(0), *target(own)]
+    prog += [("self",), arg(0), *target(0, own)]
+    prog += [("sched",), arg(0), *target(0, own, then="policy"),
+             ("policy",), arg(1), (AND, None, None, ~SCHED_RESET_ON_FORK),
+             *only(SCHED_OTHER, SCHED_BATCH, SCHED_IDLE)]
+    prog += [("prio",), arg(2), (JGE, "deny", None, 0x80000000),  # negative nice: higher
+             arg(0), *only(PRIO_PROCESS, PRIO_PGRP, then="who")]
+    prog += [("ioprio",), arg(2), (AND, None, None, IOPRIO_CLASS_MASK),
+             (JEQ, "deny", None, IOPRIO_CLASS_RT), arg(0),
+             *only(IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, then="who")]
+    prog += [("who",), arg(1), *target(0, own)]
+    prog += [("prlimit",), arg(0), *([(JEQ, "allow", "allow", 0)] if anyone else []),
+             (JEQ, "allow", None, 0), (JEQ, "allow", None, own),
+             arg(2), (JEQ, None, "deny", 0), arg(2, high=True), *only(0)]  # new limit NULL: a read
+    if not network:
+        prog += [("socket",), arg(0), (JEQ, "eacces", None, AF_INET),
+                 (JEQ, "eacces", None, AF_INET6), (JEQ, "eacces", None, AF_PACKET),
+                 (RET, None, None, ALLOW), ("eacces",), (RET, None, None, 0x00050000 | errno.EACCES)]
+    prog += [("allow",), (RET, None, None, ALLOW), ("deny",), (RET, None, None, DENY),
+             ("nosys",), (RET, None, None, 0x00050000 | errno.ENOSYS),
+             ("deny_all",), (RET, None, None, 0x00050000 | errno.ENOSYS)]
+    return _assemble(prog)
+
+
+def _assemble(prog) -> bytes:
+    """Labels resolved into the 8-bit relative jumps of classic BPF."""
+    labels, code = {}, []
+    for ins in prog:
+        if len(ins) == 1:
+            labels[ins[0]] = len(code)
+        else:
+            code.append(ins)
+    out = b""
+    for i, (op, jt, jf, k) in enumerate(code):
+        jt = 0 if jt is None else labels[jt] - i - 1
+        jf = 0 if jf is None else labels[jf] - i - 1
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise ValueError("seccomp program too long for 8-bit jumps")
+        out += struct.pack("=HBBI", op, jt, jf, k & 0xFFFFFFFF)
+    return out
+
+
+class _Prepared:
+    """Everything the preexec needs, built in the parent: the rules (a /proc and folder walk)
+    and their buffers; after fork only syscalls and the small seccomp program are left."""
+
+    def __init__(self, policy: Policy, seccomp: bool):
+        self.abi = policy.abi
+        self.rules = policy.rules() if policy.abi else []
+        handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if policy.abi >= 4 and not policy.network else 0
+        scoped = (SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET) if policy.abi >= 6 else 0
+        fields = [policy.handled_fs()] + ([handled_net] if policy.abi >= 4 else []) + \
+            ([scoped] if policy.abi >= 6 else [])
+        self.ruleset_attr = ctypes.create_string_buffer(struct.pack(f"={len(fields)}Q", *fields),
+                                                       8 * len(fields))
+        self.rule_bufs = [(path.encode(), ctypes.create_string_buffer(12)) for path, _ in self.rules]
+        self.accesses = [acc for _, acc in self.rules]
+        self.seccomp = seccomp and SYS is not None
+        self.network = policy.network
+        self.prog = None
+        self.fprog = ctypes.create_string_buffer(16)
+
+    def apply(self) -> None:
+        """In the forked child, before exec: the child is its own group leader already."""
+        libc = _libc
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            os._exit(125)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.abi:
+            self._landlock()
+        if self.seccomp:
+            # 0: our group's leader is outside our pid namespace (layers.py): any pid we can
+            # name there is the submission's own
+            pgid = os.getpgid(0)
+            prog = ctypes.create_string_buffer(seccomp_program(pgid or None, self.network))
+            n = len(prog.raw) // 8
+            struct.pack_into("=HxxxxxxQ", self.fprog, 0, n, ctypes.addressof(prog))
+            self.prog = prog
+            if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self.fprog, 0, 0) != 0:
+                os.write(2, b"challenge-welding sandbox: seccomp filter refused\n")
+                os._exit(125)
+
+    def _landlock(self) -> None:
+        libc = _libc
+        fd = libc.syscall(SYS["landlock_create_ruleset"], self.ruleset_attr,
+                          ctypes.c_size_t(len(self.ruleset_attr.raw)), ctypes.c_uint32(0))
+        if fd < 0:
+            os.write(2, b"challenge-welding sandbox: landlock_create_ruleset failed\n")
+            os._exit(125)
+        for (path, buf), access in zip(self.rule_bufs, self.accesses):
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone since the plan: nothing to allow
+            struct.pack_into("=Qi", buf, 0, access, pfd)
+            rc = libc.syscall(SYS["landlock_add_rule"], fd, RULE_PATH_BENEATH, buf, ctypes.c_uint32(0))
+            os.close(pfd)
+            if rc != 0:
+                os.write(2, b"challenge-welding sandbox: landlock_add_rule failed for " + path + b"\n")
+                os._exit(125)
+        if libc.syscall(SYS["landlock_restrict_self"], fd, ctypes.c_uint32(0)) != 0:
+            os.write(2, b"challenge-welding sandbox: landlock_restrict_self failed\n")
+            os._exit(125)
+        os.close(fd)
+
+
+class Confinement:
+    """A preexec_fn: own process group, the namespaces of ``plan`` (layers.py), no
+    capability, then :class:`Policy` and the seccomp guard."""
+
+    def __init__(self, policy: Policy, seccomp: bool = True, oom_adj: bool = False,
+                 max_processes: int = 0, plan: "layers.Plan | None" = None,
+                 user: tuple[int, int] | None = None):
+        self.policy = policy
+        self.plan = plan
+        self.user = user  # (uid, gid) to become, or None: the evaluator's
+        if plan is not None:
+            plan.prepare()
+        self.env: dict = {}                  # environment variables the confined process gets
+        self.max_processes = max_processes   # the fork watchdog's cap (0: none)
+        self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
+        self.prepared = _Prepared(policy, seccomp) if sys.platform.startswith("linux") else None
+        self.oom_adj = oom_adj
+
+    def __call__(self) -> None:
+        os.setsid()  # own group (and session): killpg ends them all; seccomp keeps them in it
+        if self.oom_adj:
+            try:  # if memory runs out, the kernel kills the submission, never the evaluator
+                with open("/proc/self/oom_score_adj", "w") as fh:
+                    fh.write("1000")
+            except OSError:
+                pass
+        if self.prepared is not None:
+            try:
+                if self.plan is not None:
+                    self.plan.enter()  # with a pid namespace, only its pid 1 returns from here
+                layers.drop_capabilities(self.user)
+                self.prepared.apply()
+            except Exception as exc:  # one line in the step's log, never run unconfined
+                os.write(2, f"challenge-welding sandbox: {type(exc).__name__}: {exc}\n".encode())
+                os._exit(125)
+
+    def describe(self) -> dict:
+        out = self.policy.describe()
+        out["namespaces"] = self.plan.names() if self.plan is not None else []
+        out["capabilities"] = "none (bounding, ambient, effective, permitted, inheritable " \
+            "emptied)" if os.geteuid() == 0 or (self.plan and self.plan.userns) else \
+            "none held (not root; bounding set kept, inert under no_new_privs)"
+        out["seccomp"] = ("setsid/setpgid refused; signals, SIGIO owners, scheduling, priorities, "
+                          "limits and process_vm_* on any process outside the submission's "
+                          "group refused; splice/vmsplice/tee/io_uring refused") \
+            if self.prepared and self.prepared.seccomp \
+            else None
+        out["rlimits"] = {"core": 0}
+        return out
+
+
+@dataclass
+class Sandbox:
+    """The run's sandbox settings; makes the install's and the child's confinements."""
+
+    holes: list                 # input_data, reference_data, output, the evaluator's files
+    evaluator_read: list        # files the child must read in a hole (child.py)
+    install_network: bool = True
+    run_network: bool = False
+    max_processes: int = 512
+    abi: int = field(default_factory=usable_abi)
+    kernel: int = field(default_factory=kernel_abi)
+    installed: dict | None = None   # what the last install step ran under
+    namespaces: dict = field(default_factory=layers.probe)  # what the kernel lends (layers.py)
+    unsafe: bool = False        # --unsafe-unconfined: run even where no layer confines files
+
+    @classmethod
+    def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
+                run_network: bool, max_processes: int, evaluator_read) -> "Sandbox":
+        pkg_init = challenge_welding.__file__
+        holes = [str(input_data), str(Path(input_data).parent / "reference_data"), str(output)]
+        ours = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
+        if sys.prefix != sys.base_prefix:
+            ours.append(sys.prefix)  # the evaluator's virtual environment
+        if isolation:
+            holes += ours
+        else:  # --no-isolation: the child runs in our own environment; it reads (not writes) it
+            evaluator_read = [*evaluator_read, *ours]
+        return cls(holes=holes, evaluator_read=list(evaluator_read),
+                   install_network=install_network, run_network=run_network,
+                   max_processes=max_processes)
+
+    @classmethod
+    def default(cls) -> "Sandbox":
+        """Only the evaluator's own files out of reach (an install outside a run)."""
+        holes = [str(Path(challenge_welding.__file__).parent), *evaluator_site_dirs()]
+        if sys.prefix != sys.base_prefix:
+            holes.append(sys.prefix)
+        return cls(holes=holes, evaluator_read=[])
+
+    def install(self, write, read, network: bool | None = None) -> Confinement:
+        """For the install: ``write`` (the environment being built, caches, temp), ``read``
+        (the submission, wheelhouse, uv...). Network unless --no-network or ``network`` False."""
+        net = self.install_network if network is None else network and self.install_network
+        pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
+                     holes=self.holes, network=net, abi=self.abi)
+        conf = Confinement(pol, max_processes=self.max_processes,
+                           plan=self._plan(pol, network=net))
+        self.installed = conf.describe()
+        return conf
+
+    def run(self, env_prefix: str, read, scratch) -> Confinement:
+        """For the child: read its environment, the submission and child.py; write scratch.
+        As a user of its own (:func:`layers.sandbox_user`): the scratch folders become its,
+        our per-run copies it reads (the submission, its site folder) readable by it."""
+        pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
+                           *self.evaluator_read],
+                     write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
+        plan = self._plan(pol, network=self.run_network)
+        user, self.user_line = layers.sandbox_user(plan is not None)
+        if user is not None:
+            for folder in scratch:
+                _walk(folder, lambda p, _d: os.chown(p, *user, follow_symlinks=False))
+            work = {str(Path(f).parent) for f in scratch}
+            for path in read:  # only our own copies, in the run's work folder
+                if any(layers._under(os.path.realpath(path), w) for w in work):
+                    _walk(path, lambda p, d: os.chmod(p, os.stat(p).st_mode | (0o005 if d else 0o004)))
+        return Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
+                           user=user)
+
+    def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
+        """The namespaces the kernel lends, around ``pol``'s folders; none if it lends none.
+        No network namespace where the step may use the network (an install that downloads)."""
+        ns = self.namespaces
+        if not ns.get("mount"):
+            return None
+        return layers.Plan(userns=ns["userns"], mount=True, ipc=ns["ipc"],
+                           net=ns["net"] and not network, pid=ns["pid"], read=list(pol.read),
+                           write=list(pol.write), holes=list(pol.holes))
+
+    user_line: str = ""
+
+    def files_confined(self) -> bool:
+        """Whether a layer keeps the submission off our files: Landlock or a mount namespace
+        (read-only tree, holes covered)."""
+        return bool(self.abi or self.namespaces.get("mount"))
+
+    def layers(self) -> dict:
+        """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
+        ns = self.namespaces
+        root = os.geteuid() == 0
+        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")))[1]
+        return {"user": user_line,
+                "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
+                               if ns.get("userns" if n == "user" else n)],
+                "capabilities": "none" if root or ns.get("userns") else
+                                "none held (bounding set inert: no_new_privs)",
+                "landlock_abi": self.abi, "seccomp": SYS is not None,
+                "files_confined": self.files_confined(),
+                "unsafe_unconfined": self.unsafe and not self.files_confined()}
+
+    def layers_line(self) -> str:
+        """One line: which layers hold."""
+        lay = self.layers()
+        ns = ", ".join(lay["namespaces"]) or "none"
+        return (f"sandbox layers: user: {lay['user']}; namespaces: {ns}; capabilities: "
+                f"{lay['capabilities']}; Landlock ABI {lay['landlock_abi']}"
+                + ("" if lay["landlock_abi"] else " (none)")
+                + f"; seccomp: {'yes' if lay['seccomp'] else 'no'}"
+                + ("" if lay["files_confined"] else "; FILES NOT CONFINED"))
+
+    def describe(self) -> dict:
+        return {"landlock_abi": self.abi or None, "kernel_landlock_abi": self.kernel,
+                "unsafe_unconfined": self.unsafe and not self.files_confined(),
+                "abi_cap": os.environ.get(ABI_MAX_ENV) or None,
+                "max_processes": self.max_processes, "layers": self.layers(),
+                "network": {"install": "allowed" if self.install_network else "denied",
+                            "run": "allowed" if self.run_network else "denied"}}
+
+    def refusal(self) -> str:
+        """The one line ``ingest`` stops with where nothing confines files and the organiser
+        did not say --unsafe-unconfined."""
+        return ("no layer confines the submission's files here (no Landlock: kernel ABI "
+                f"{self.kernel}, cap {os.environ.get(ABI_MAX_ENV) or 'none'}; no mount namespace"
+                "; no separate user): it could read the reference data and write the output "
+                "folder; run on a kernel with Landlock (>= 5.13) or where namespaces are lent, "
+                "or pass --unsafe-unconfined to run it anyway (the results will say so)")
+
+    def warning(self) -> str | None:
+        """One loud line when the files are not confined."""
+        if self.files_confined():
+            return None
+        return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
+                "can read and write whatever this user can; only the seccomp guard, the process "
+                "cap and the evaluator's file hashes protect the run")
+
+
+def _walk(top, fn) -> None:
+    """``fn(path, is_dir)`` on ``top`` and everything beneath it (symlinks not followed)."""
+    if os.path.islink(top):
+        return
+    fn(str(top), os.path.isdir(top))
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                fn(path, os.path.isdir(path))
+
+
+def evaluator_site_dirs() -> list[str]:
+    """The evaluator's interpreter's site-packages (where a .pth would run in every process)."""
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    try:
+        dirs.append(site.getusersitepackages())
+    except AttributeError:
+        pass
+    return [d for d in dirs if d]
+
+
+def base_prefixes(env_prefix: str | None = None) -> list[str]:
+    """The base interpreter's prefix: ours, or the one named by ``env_prefix``/pyvenv.cfg."""
+    out = [sys.base_prefix]
+    if env_prefix:
+        cfg = Path(env_prefix) / "pyvenv.cfg"
+        try:
+            for line in cfg.read_text().splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home":
+                    out.append(str(Path(value.strip()).parent))
+        except OSError:
+            pass
+    return out

@@ -1,0 +1,342 @@
+"""Parent side of the image hand-over: a fresh, nameless memory file per batch, never reused.
+
+A decode thread writes a whole batch of RGB images into a new buffer (cv2 writes straight
+into it, see decode.py). Once written, the parent unmaps it and makes it read-only
+(:meth:`BatchBuffer.seal`); at hand-over it passes the buffer's descriptor to the child over
+the control socket (SCM_RIGHTS) and forgets it: it never reads, writes, resizes or reuses
+that buffer again. The child maps the same bytes copy-on-write and wraps them in numpy
+views, so the images cross the process boundary without a copy.
+
+What holds, and why (docs/integrity.md, "Early pixels"):
+- no early pixels, whatever the submission keeps: a buffer whose descriptor has crossed
+  to the child is never written again, so whatever the submission retained of it (its
+  descriptor, in flight in a socket or in a forked process; a mapping; its pages, held by a
+  pipe through vmsplice/splice/tee or by an io_uring registration; numpy views) only ever
+  shows the batch it was handed, after that batch's hand-over. Every batch is decoded into
+  memory that never left our process. The guarantee rests on what we write and when, not on
+  a scan of the submission's processes (the pool used to reuse buffers once /proc showed no
+  holder; pages held by a pipe or io_uring, or a descriptor in flight, are not in /proc, and
+  a probe saw 162 of 615 images early that way). The buffers have no name (``memfd_create``,
+  ``O_TMPFILE``, or a file unlinked at once) and the parent is non-dumpable (reaper.py), so
+  the child cannot open a batch before its descriptor arrives;
+- fixed and read-only: a memfd is sealed after it is written and unmapped (F_SEAL_SHRINK,
+  GROW, WRITE and SEAL): nobody can resize or write it any more, through any descriptor.
+  A file buffer (tmpfs files cannot be sealed) crosses as a read-only descriptor of a file
+  of mode 0400. Either way the evaluator never touches it again, so nothing the child does
+  to it (ftruncate, write) can reach us: no SIGBUS in the parent;
+- kept images stay valid: the child maps a buffer MAP_PRIVATE (copy-on-write: components
+  that modify their input arrays in place still can, in their own copy of the touched
+  pages) and never unmaps it; a mapping lives as long as the submission holds a view on it,
+  and its bytes never change;
+- speed: a fresh buffer's pages cost CPU (allocation, zeroing, the first-touch faults, the
+  free): with 4 KiB pages as much as decoding the image (benchmarks/README.md). Where the
+  kernel lets us mount a private tmpfs with transparent huge pages (root, or an
+  unprivileged user namespace: :func:`huge_folder`), buffers are files there: 2 MiB pages
+  cost about a twentieth, less than the former reused buffers' 4 KiB mappings. Otherwise
+  a sealed memfd (huge pages too where the system's shmem_enabled allows them). Buffers are
+  made and their space reserved ahead, between timed calls (decode.py's bursts, ingest.py's
+  prefill while the child loads); a buffer never handed over (a cancelled batch) is reused.
+
+A memfd lives in RAM outside /dev/shm, so a container's 64 MB /dev/shm does not limit it.
+Without memfd (not Linux) the buffer is a file created and unlinked in /dev/shm when it has
+room, else in the temporary folder. Every file buffer's space is reserved up front
+(posix_fallocate when available) so that a full folder is an error here, not a SIGBUS on
+first write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+try:
+    import fcntl
+except ImportError:  # Windows: no seals; the file fallback crosses read-only (see seal())
+    fcntl = None
+import gc
+import mmap
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+import numpy as np
+
+SEALS = (getattr(fcntl, "F_SEAL_SHRINK", 2) | getattr(fcntl, "F_SEAL_GROW", 4)
+         | getattr(fcntl, "F_SEAL_WRITE", 8) | getattr(fcntl, "F_SEAL_SEAL", 1))
+MADV_HUGEPAGE = 14
+SHMEM_ENABLED = "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+
+def buffer_dirs() -> list[str]:
+    """Where file-backed buffers may live, preferred first: /dev/shm (RAM), then the temp folder."""
+    dirs = [d for d in ("/dev/shm",) if os.path.isdir(d) and os.access(d, os.W_OK)]
+    return dirs + [tempfile.gettempdir()]
+
+
+def _reserve(fd: int, size: int) -> None:
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, size)
+    else:  # macOS: no fallocate; ftruncate makes a sparse file
+        os.ftruncate(fd, size)
+
+
+def _unlinked_file(size: int, dirs: list[str]) -> tuple[int, int, str]:
+    """(read-write fd, read-only fd, folder) of a new file, unlinked at once, space reserved."""
+    errors = []
+    for folder in dirs:
+        path = os.path.join(folder, f"cw{os.getpid()}-{secrets.token_hex(8)}")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            errors.append(f"{folder}: {exc.strerror or exc}")
+            continue
+        try:
+            ro = os.open(path, os.O_RDONLY)  # what the child will get: opened before the unlink
+        finally:
+            os.unlink(path)  # nameless from now on: only descriptors reach it
+        try:
+            _reserve(fd, size)
+            return fd, ro, folder
+        except OSError as exc:
+            errors.append(f"{folder}: {exc.strerror or exc}")
+            os.close(fd)
+            os.close(ro)
+    raise OSError(f"no room for a {size >> 20} MiB image buffer ({'; '.join(errors)})")
+
+
+# -- a private tmpfs with huge pages ---------------------------------------------------------
+# Run in a process of its own (unshare needs a single-threaded process): a private mount
+# namespace (as root), else a user namespace too (a user's laptop); the tmpfs is mounted
+# there and its root's descriptor sent back. The namespace dies with the helper; the
+# descriptor keeps the file system alive, and files made under it through openat(O_TMPFILE)
+# have no name anywhere. Standard library only: it runs before anything of ours is imported.
+_MOUNT_HELPER = r"""
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+NEWNS, NEWUSER, NOSUID, NODEV, NOEXEC, REC, PRIVATE = 0x20000, 0x10000000, 2, 4, 8, 16384, 262144
+def fail(what):
+    sys.exit(f"{what}: {os.strerror(ctypes.get_errno())}")
+uid, gid = os.geteuid(), os.getegid()
+if libc.unshare(NEWNS) != 0:
+    if libc.unshare(NEWUSER | NEWNS) != 0:
+        fail("unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+if libc.mount(None, b"/", None, REC | PRIVATE, None) != 0:
+    fail("making the mounts private")
+if libc.mount(b"cw-handover", sys.argv[1].encode(), b"tmpfs", NOSUID | NODEV | NOEXEC,
+              b"huge=within_size,size=100%,mode=0700") != 0:
+    fail("mount tmpfs")
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+socket.send_fds(socket.socket(fileno=int(sys.argv[2])), [b"k"], [fd])
+"""
+
+_huge: dict = {}  # the process's huge-page folder, made once: {"fd": int | None, "why": str}
+_huge_lock = threading.Lock()
+
+
+def shmem_huge_setting() -> str:
+    """The system's huge-page policy for memfds ("never", "advise", "always", ...; "" unknown)."""
+    try:
+        with open(SHMEM_ENABLED) as fh:
+            text = fh.read()
+    except OSError:
+        return ""
+    return text[text.find("[") + 1:text.find("]")] if "[" in text else ""
+
+
+def huge_folder() -> int | None:
+    """A directory descriptor on a private tmpfs mounted with huge pages, made once per
+    process; None where no namespace may be made or the kernel has no such pages (the
+    reason in ``_huge["why"]``). Wherever the system already gives memfds huge pages
+    (shmem_enabled always, within_size or force), None: a sealed memfd is as fast there."""
+    with _huge_lock:
+        if not _huge:
+            _huge.update(_mount_huge_folder())
+        return _huge["fd"]
+
+
+def _mount_huge_folder() -> dict:
+    if not sys.platform.startswith("linux") or not hasattr(os, "O_TMPFILE"):
+        return {"fd": None, "why": "not Linux"}
+    setting = shmem_huge_setting()
+    if setting in ("always", "within_size", "force"):
+        return {"fd": None, "why": f"memfds get huge pages (shmem_enabled {setting})"}
+    if setting in ("deny", ""):
+        return {"fd": None, "why": "no huge pages for tmpfs (shmem_enabled "
+                                   f"{setting or 'missing'})"}
+    where = tempfile.mkdtemp(prefix="cw-handover-")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _MOUNT_HELPER, where,
+                               str(theirs.fileno())], pass_fds=[theirs.fileno()],
+                              capture_output=True, text=True, timeout=30, check=False)
+        theirs.close()
+        if proc.returncode != 0:
+            return {"fd": None, "why": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+        ours.settimeout(5)
+        _msg, fds, _flags, _addr = socket.recv_fds(ours, 1, 1)
+        if not fds:
+            return {"fd": None, "why": "the mount helper sent no folder"}
+        return {"fd": fds[0], "why": "a private tmpfs with huge pages"}
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"fd": None, "why": str(exc)}
+    finally:
+        theirs.close()
+        ours.close()
+        with contextlib.suppress(OSError):
+            os.rmdir(where)  # the mount was in the helper's namespace only: empty here
+
+
+def handover_kind() -> str:
+    """How this process makes hand-over buffers: "tmpfs", "memfd" or "file"."""
+    if huge_folder() is not None:
+        return "tmpfs"
+    return "memfd" if hasattr(os, "memfd_create") else "file"
+
+
+class BatchBuffer:
+    """One batch's images in a nameless memory file, mapped read-write by the parent until
+    :meth:`seal`; then only a read-only (sealed) descriptor is left, the one the child gets.
+
+    ``kind``: "tmpfs" (a file in :func:`huge_folder`), "memfd" or "file" (an unlinked file
+    in the first of ``dirs`` with room; the default folders when ``dirs`` is None); by
+    default :func:`handover_kind`, or "file" when ``dirs`` is given.
+    """
+
+    def __init__(self, nbytes: int, dirs: list[str] | None = None, kind: str | None = None):
+        size = max(1, nbytes)
+        kind = kind or ("file" if dirs is not None else handover_kind())
+        self.ro = -1  # the read-only descriptor the child gets (file kinds)
+        self.mm: mmap.mmap | None = None
+        if kind == "memfd":
+            self.fd = os.memfd_create("cw-batch", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(self.fd, size)
+            self.where = "memfd"
+        elif kind == "tmpfs":
+            self.fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600,
+                              dir_fd=huge_folder())
+            self.where = "tmpfs"
+            try:
+                self.ro = os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
+                _reserve(self.fd, size)  # a full tmpfs: an error here, not a SIGBUS later
+            except OSError:
+                self.close()
+                raise
+        else:
+            self.fd, self.ro, self.where = _unlinked_file(size, dirs or buffer_dirs())
+        self.kind, self.size, self.sealed = kind, size, False
+        self.mm = mmap.mmap(self.fd, size)
+        if kind == "memfd" and shmem_huge_setting() == "advise" and hasattr(self.mm, "madvise"):
+            with contextlib.suppress(OSError):
+                self.mm.madvise(MADV_HUGEPAGE)
+
+    def view(self, offset: int, h: int, w: int) -> np.ndarray:
+        return np.ndarray((h, w, 3), dtype=np.uint8, buffer=self.mm, offset=offset)
+
+    def unmap(self) -> None:
+        """Drop the parent's mapping; the descriptor still holds the bytes. Our own views must
+        be gone (decoders done); one left to the garbage collector is collected here."""
+        if self.mm is None:
+            return
+        try:
+            self.mm.close()
+        except BufferError:  # a view of ours in a reference cycle: collect it, then unmap
+            gc.collect()
+            self.mm.close()
+        self.mm = None
+
+    def seal(self) -> int:
+        """Written: unmap it and make it read-only for good; returns the descriptor that may
+        cross to the child. A memfd gets every seal (nobody may write, shrink or grow it
+        any more, through any descriptor); a file keeps only the read-only descriptor, mode
+        0400. Either way this buffer is never written again: :meth:`view` is gone."""
+        if not self.sealed:
+            self.unmap()  # F_SEAL_WRITE refuses while a shared writable mapping exists
+            if self.kind == "memfd":
+                fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, SEALS)
+            else:
+                os.fchmod(self.fd, 0o400)
+                os.close(self.fd)
+                self.fd, self.ro = self.ro, -1
+            self.sealed = True
+        return self.fd
+
+    def close(self) -> None:
+        """Forget the buffer on the parent's side (after hand-over, or when never handed over)."""
+        self.unmap()
+        for fd in (self.fd, self.ro):
+            if fd >= 0:
+                os.close(fd)
+        self.fd = self.ro = -1
+
+
+STEP = 8 << 20  # buffer sizes in 8 MiB steps, so that a buffer fits later batches too
+
+
+class BufferPool:
+    """Fresh batch buffers, made ahead; a buffer is reused only if it never crossed.
+
+    :meth:`take` gives a buffer that no descriptor has ever left our process with: a spare
+    one (made ahead by :meth:`prefill`, or given back unused with :meth:`give_back` by a
+    cancelled batch), else a new one. A buffer handed over is closed by its user
+    (predict.handover) and never comes back. ``keep``: at most this many spares."""
+
+    def __init__(self, keep: int = 4, dirs: list[str] | None = None, kind: str | None = None):
+        self.keep, self.dirs = keep, dirs
+        self.kind = kind or ("file" if dirs is not None else handover_kind())
+        self.free: list[BatchBuffer] = []
+        self.lock = threading.Lock()
+        self.made = self.reused = 0
+
+    def _new(self, nbytes: int) -> BatchBuffer:
+        return BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs, self.kind)
+
+    def take(self, nbytes: int) -> BatchBuffer:
+        with self.lock:
+            fits = [b for b in self.free if b.size >= nbytes]
+            if fits:
+                buffer = min(fits, key=lambda b: b.size)
+                self.free.remove(buffer)
+                self.reused += 1
+                return buffer
+            self.made += 1
+        return self._new(nbytes)
+
+    def prefill(self, nbytes: int, count: int) -> None:
+        """Make ``count`` buffers for batches of ``nbytes`` and fault every page in once: run
+        while no timed call runs (the child importing and loading its model), so that a
+        fresh page's cost is not paid inside a set."""
+        for _ in range(min(count, self.keep)):
+            buffer = self._new(nbytes)
+            np.ndarray(buffer.size, np.uint8, buffer=buffer.mm)[::mmap.PAGESIZE] = 0
+            with self.lock:
+                self.made += 1
+                self.free.append(buffer)
+
+    def give_back(self, buffer: BatchBuffer) -> None:
+        """A buffer that was never handed over (a cancelled batch): a spare again. A sealed
+        one (it may have crossed) is closed, never reused."""
+        with self.lock:
+            if not buffer.sealed and buffer.mm is not None and len(self.free) < self.keep:
+                self.free.append(buffer)
+                return
+        buffer.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for buffer in self.free:
+                buffer.close()
+            self.free.clear()
+
+
+def layout(shapes: list[tuple[int, int]]) -> tuple[list[tuple[int, int, int]], int]:
+    """Byte offsets of images of the given (h, w) packed one after another, 64-byte aligned."""
+    items, offset = [], 0
+    for h, w in shapes:
+        items.append((offset, h, w))
+        offset += -(-(h * w * 3) // 64) * 64
+    return items, offset
