@@ -17,7 +17,7 @@ import pytest
 
 from challenge_welding.commands import cli
 from challenge_welding.ingestion.run import ingest
-from challenge_welding.scoring.explainability_io import read_explainability
+from challenge_welding.contract.explanation_maps import read_explainability
 
 from ingestion_helpers import GOOD, SAMPLES, make_reference, make_submission
 from test_handover_to_scoring import CONFIG

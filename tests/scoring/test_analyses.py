@@ -286,7 +286,7 @@ def test_analyses_settings_in_the_config():
 
 
 def test_maps_are_read_for_the_wanted_samples_only(tmp_path):
-    from challenge_welding.scoring.explainability_io import MapsWriter, file_name, read_explainability
+    from challenge_welding.contract.explanation_maps import MapsWriter, file_name, read_explainability
 
     rng = np.random.default_rng(0)
     maps = [rng.integers(0, 256, (3 + i, 5), dtype=np.uint8) for i in range(6)]
@@ -319,7 +319,7 @@ def test_masks_pooled_at_read_give_the_localisation_of_full_size_masks(tmp_path)
 
     from challenge_welding.scoring.analyses import localisation
     from challenge_welding.scoring.analyses.sources import read_masks
-    from challenge_welding.scoring.explainability_io import MAP_SCALE, reduced_shape
+    from challenge_welding.contract.explanation_maps import MAP_SCALE, reduced_shape
 
     rng = np.random.default_rng(3)
     folder = tmp_path / "masks" / "performance"

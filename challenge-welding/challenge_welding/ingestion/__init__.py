@@ -1,5 +1,5 @@
 """Install a submission in isolation and run it safely and fast over the evaluation sets.
-It may import contract, scoring and data (tests/scoring/test_layers.py).
+It may import contract and data, never scoring (tests/scoring/test_layers.py).
 
 Modules, in pipeline order:
   submission   unpack a zip/folder, layout checks, requirements filtering

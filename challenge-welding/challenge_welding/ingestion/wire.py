@@ -32,7 +32,7 @@ import numpy as np
 
 from challenge_welding.contract.checked import nesting
 from challenge_welding.ingestion import child as proto
-from challenge_welding.scoring.explainability_io import reduced_shape
+from challenge_welding.contract.explanation_maps import reduced_shape
 
 
 CHUNK = 64 << 10  # the most one read brings beyond what was asked for

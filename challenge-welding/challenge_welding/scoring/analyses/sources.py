@@ -17,7 +17,7 @@ from challenge_welding.contract.checked import curves, field, read_json
 from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses import localisation
-from challenge_welding.scoring.explainability_io import MAP_SCALE, read_explainability
+from challenge_welding.contract.explanation_maps import MAP_SCALE, read_explainability
 
 MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)
 
