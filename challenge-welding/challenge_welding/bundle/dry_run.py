@@ -13,7 +13,6 @@ mark it), and ChallengeError for bad input or an unreachable engine.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -28,6 +27,7 @@ import challenge_welding
 from challenge_welding.bundle import worker
 from challenge_welding.bundle.bundle import check_data, count_images, execution_time_limit, program_zip, zip_tree
 from challenge_welding.bundle.worker import Mount, StepFolders
+from challenge_welding.contract.checked import FileRefused, read_scores
 from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/podman/podman.sock")
@@ -403,7 +403,11 @@ class DryRun:
         elif not (sco.output / "scores.json").is_file():
             result.status, result.reason = 1, "Could not find scores file, did the scoring program output it?"
         else:
-            result.scores = json.loads((sco.output / "scores.json").read_text())
+            try:
+                result.scores = read_scores(sco.output / "scores.json", "the scoring program wrote a bad scores.json")
+            except FileRefused as exc:
+                result.status, result.reason = 1, str(exc)
+                return result
             worker.write_metadata(sco.output, exit_code=code, elapsed=step.elapsed.get("scoring"),
                                   ingestion_exit_code=None, ingestion_elapsed=None)
             result.reason = "scored"

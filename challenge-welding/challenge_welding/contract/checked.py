@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.names import SCORE_KEYS
 
 # The limits, in one place (a real details.json at 4,000 images is well under 1 MB, nesting ~8;
 # a draws file holds ~14 arrays of B <= 10^4 float64).
@@ -133,6 +134,28 @@ def read_json(path, what: str = "") -> object:
     return value
 
 
+def read_scores(path, what: str = "re-score the folder with `score`") -> dict:
+    """A scores.json: {key: float} for every contract key (contract.names.SCORE_KEYS), each a finite number.
+
+    A score that is not a number is never ranked nor compared: the file is refused in one line
+    naming the key (FileRefused, exit status 2), never listed. Missing file, over the limits,
+    not an object, a key absent or not a number: refused alike. ``what``: the fix, end of the line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileRefused(f"{path} not found: pass folders written by `evaluate` or `score`")
+    scores = read_json(path, what)
+    if not isinstance(scores, dict):
+        raise FileRefused(f"{path} is not a JSON object: {what}")
+    bad = [k for k in SCORE_KEYS if not _number(scores.get(k))]  # read_json refused NaN and infinities
+    if bad:
+        text = repr(scores[bad[0]]) if bad[0] in scores else "absent"
+        text = text if len(text) <= 40 else text[:37] + "..."
+        raise FileRefused(f"{path}: key {bad[0]!r} is {text}, not a number"
+                          f"{f' (and {len(bad) - 1} more key(s))' if len(bad) > 1 else ''}: {what}")
+    return {k: float(scores[k]) for k in SCORE_KEYS}
+
+
 def field(data, key: str, kinds, path, default=None):
     """``data[key]`` when it is of ``kinds``; ``default`` when absent; FileRefused naming file and key otherwise."""
     value = data.get(key, default) if isinstance(data, dict) else None
@@ -186,5 +209,9 @@ def curves(value, path, key: str = "robustness") -> dict:
     return value
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _real(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return _number(v) and math.isfinite(v)

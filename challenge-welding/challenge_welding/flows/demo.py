@@ -12,14 +12,15 @@ parameters changed, e.g. after switching between --quick and the default size.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from challenge_welding.contract.checked import FileRefused, json_text, read_json
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.data.build_sets import build_sets
 from challenge_welding.data.synth import generate_dataset, synth_output
 from challenge_welding.flows.evaluate import evaluate
@@ -55,6 +56,14 @@ def _say(msg: str) -> None:
     print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def _marker(path: Path):
+    """A step marker's parameters; None when absent or unreadable (the step is then run again)."""
+    try:
+        return read_json(path)
+    except FileRefused:
+        return None
+
+
 class Steps:
     """Markers of completed steps; a changed parameter invalidates that step and the later ones."""
 
@@ -64,14 +73,14 @@ class Steps:
 
     def done(self, step: str, params: dict) -> bool:
         path = self.dir / f"{step}.json"
-        if path.exists() and json.loads(path.read_text()) == params:
+        if _marker(path) == params:
             return True
         for later in STEPS[STEPS.index(step):]:
             (self.dir / f"{later}.json").unlink(missing_ok=True)
         return False
 
     def mark(self, step: str, params: dict) -> None:
-        (self.dir / f"{step}.json").write_text(json.dumps(params, sort_keys=True))
+        write_atomic(self.dir / f"{step}.json", json_text(params, sort_keys=True))
 
 
 def _fresh(path: Path) -> Path:
@@ -91,7 +100,7 @@ def no_trust_copy(trained: Path, target: Path) -> None:
     """Solution-1-no-trust: the same trained model with its trust mechanisms switched off."""
     _fresh(target)
     shutil.copytree(trained, target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "challenge_solution" / "settings.json").write_text(json.dumps({"trust": False}) + "\n")
+    write_atomic(target / "challenge_solution" / "settings.json", json_text({"trust": False}, indent=None))
 
 
 def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
@@ -161,7 +170,7 @@ def _evaluate_all(entries, data: Path, results: Path, steps: Steps, params: dict
     for i, (name, folder) in enumerate(entries, 1):
         step_params = {**params, "solution": name}
         path = steps.dir / f"evaluate-{name}.json"
-        if path.exists() and json.loads(path.read_text()) == step_params and \
+        if _marker(path) == step_params and \
                 (results / name / "scores.json").exists() and steps.done("evaluate", params):
             _say(f"    [{i}/{len(entries)}] {name}: reused")
             continue
@@ -172,7 +181,7 @@ def _evaluate_all(entries, data: Path, results: Path, steps: Steps, params: dict
             failures.append(f"{name}: {exc}")
             _say(f"    {name} FAILED: {exc}")
             continue
-        path.write_text(json.dumps(step_params, sort_keys=True))
+        write_atomic(path, json_text(step_params, sort_keys=True))
         _say(f"    {name}: score {scores['score']:.2f}")
     if failures:
         raise ChallengeError("demo: evaluation failed for " + "; ".join(failures))

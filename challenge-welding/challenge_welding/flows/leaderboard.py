@@ -15,6 +15,7 @@ from pathlib import Path
 
 from challenge_welding.bundle.bundle import BUDGET_S_PER_IMAGE
 from challenge_welding.contract.names import CRITERIA_KEYS, KPI_KEYS, SCORE_KEYS, VIRTUAL_KINDS
+from challenge_welding.contract.checked import read_scores as checked_scores
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import make_folder, write_atomic
 from challenge_welding.contract.registry import BY_KEY, KPIS, lower_better_keys
@@ -86,33 +87,21 @@ def colour(value: float, lo: float, hi: float, lower_better: bool = False) -> st
 
 
 def rank(scores: list[float], reference: list[bool]) -> list[int | None]:
-    """Competition ranking (1, 2, 2, 4) of the non-reference rows by descending score."""
+    """Competition ranking (1, 2, 2, 4) of the non-reference rows by descending score.
+
+    Every score is a finite number: one that is not is never ranked nor listed (refused where
+    scores.json is read, contract.checked.read_scores); here a ValueError says a caller broke that.
+    """
+    if not all(math.isfinite(s) for s in scores):
+        raise ValueError("a score that is not a number is never ranked (contract.checked.read_scores)")
     ranked = sorted(s for s, r in zip(scores, reference) if not r)
     ranked.reverse()
     return [None if r else 1 + ranked.index(s) for s, r in zip(scores, reference)]
 
 
 def read_scores(folder: Path) -> dict:
-    """scores.json of one scored folder, every contract key present, numeric and finite.
-
-    A score that is not a number is never ranked: the file is refused in one line (exit 2).
-    """
-    from challenge_welding.contract.checked import FileRefused, read_json
-
-    path = Path(folder) / "scores.json"
-    if not path.is_file():
-        raise ChallengeError(f"{path} not found: pass folders written by `evaluate` or `score`")
-    scores = read_json(path, "not ranked; re-score the folder with `score`")
-    if not isinstance(scores, dict):
-        raise FileRefused(f"{path} is not a JSON object: re-score the folder with `score`")
-    missing = [k for k in SCORE_KEYS if not isinstance(scores.get(k), (int, float)) or isinstance(scores[k], bool)]
-    if missing:
-        raise ChallengeError(f"{path} lacks the numeric key(s) {', '.join(missing)}")
-    bad = [k for k in SCORE_KEYS if not math.isfinite(scores[k])]
-    if bad:
-        raise FileRefused(f"{path}: key {bad[0]!r} is {scores[bad[0]]}, not a finite number: not ranked; "
-                          "re-score the folder with `score`")
-    return {k: float(scores[k]) for k in SCORE_KEYS}
+    """scores.json of one scored folder (contract.checked.read_scores: a score that is not a number is refused)."""
+    return checked_scores(Path(folder) / "scores.json", "not ranked; re-score the folder with `score`")
 
 
 def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, dict]]:
