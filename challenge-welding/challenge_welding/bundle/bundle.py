@@ -152,16 +152,28 @@ def organiser_decisions(template: dict, *, docker_image: str | None = None,
     return lines
 
 
-def find_repo_root(start: str | Path | None = None) -> Path:
-    """The repository holding competition.yaml and the two program folders."""
-    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
+# What marks the repository for the bundle: competition.yaml and the program folders
+REPO_MARKS = ("competition.yaml", "scoring_program/metadata.yaml")
+
+
+def find_repo_root(start: str | Path | None = None, needs=REPO_MARKS,
+                   fix: str = "the bundle needs competition.yaml, pages/, ingestion_program/ and "
+                              "scoring_program/ (pass --repo)") -> Path:
+    """The one finder of the repository (or an unpacked starting kit): the nearest folder holding
+    every path of ``needs``, at ``start`` or above it; without ``start``, at the current folder or
+    above, then above this package.
+
+    The current folder comes first so that an installed package (site-packages, no checkout
+    above it) works when run from inside a clone or a kit; a checkout installed in editable
+    mode is found from anywhere. ChallengeError naming where it looked and ``fix`` otherwise.
+    """
+    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__).parent]
     for cand in candidates:
         for p in [cand.resolve(), *cand.resolve().parents]:
-            if (p / "competition.yaml").is_file() and (p / "scoring_program").is_dir():
+            if all((p / need).exists() for need in needs):
                 return p
-    where = start or f"{Path.cwd()} or above the package"
-    raise ChallengeError(f"no repository found at {where}: the bundle needs competition.yaml, "
-                         "pages/, ingestion_program/ and scoring_program/ (pass --repo)")
+    where = start or f"{Path.cwd()} or above (nor above the package)"
+    raise ChallengeError(f"no {', '.join(needs)} found at {where}: {fix}")
 
 
 def check_data(data_dir: Path) -> None:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import yaml
 
-import challenge_welding
 from challenge_welding.bundle import worker
-from challenge_welding.bundle.bundle import check_data, count_images, execution_time_limit, program_zip, zip_tree
+from challenge_welding.bundle.bundle import (check_data, count_images, execution_time_limit, find_repo_root,
+                                              program_zip, zip_tree)
 from challenge_welding.bundle.worker import Mount, StepFolders
 from challenge_welding.contract.checked import FileRefused, read_scores
 from challenge_welding.contract.errors import ChallengeError
@@ -142,15 +142,9 @@ def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -
 
 def programs_root(start: Path | None = None) -> Path:
     """The folder holding ingestion_program/ and scoring_program/ (the repository, or an
-    unpacked starting kit): ``start``, else here or above, else above the package."""
-    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
-    for cand in candidates:
-        for p in [cand.resolve(), *cand.resolve().parents]:
-            if all((p / f / "metadata.yaml").is_file()
-                   for f in ("ingestion_program", "scoring_program")):
-                return p
-    raise ChallengeError(f"no ingestion_program/ and scoring_program/ found at "
-                         f"{start or Path.cwd()} or above (pass --repo)")
+    unpacked starting kit: no competition.yaml needed), found by the one finder."""
+    return find_repo_root(start, ("ingestion_program/metadata.yaml", "scoring_program/metadata.yaml"),
+                          "the dry run needs ingestion_program/ and scoring_program/ (pass --repo)")
 
 
 def submission_zip(submission: Path, workdir: Path) -> Path:

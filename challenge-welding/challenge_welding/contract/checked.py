@@ -16,6 +16,7 @@ key, cause first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -46,13 +47,16 @@ def json_text(data, indent: int | None = 1, **kwargs) -> str:
 
 
 def plain(obj):
-    """``obj`` with numpy values as Python ones, paths as text and NaN/infinity as None (JSON null).
+    """``obj`` with numpy values as Python ones, dataclasses as dicts, paths as text and NaN/infinity
+    as None (JSON null): the one cleaner of what we publish as JSON.
 
     For reports where "not a number" means "undefined" (details.json); a score is refused instead.
 
     >>> plain({"a": np.float64("nan"), "b": [np.int64(2), float("inf")], "c": np.array([0.5])})
     {'a': None, 'b': [2, None], 'c': [0.5]}
     """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

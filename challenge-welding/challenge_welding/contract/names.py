@@ -3,6 +3,8 @@
 from challenge_welding.contract.registry import CRITERIA_KEYS, KPI_KEYS
 
 SET_NAMES = ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift")
+# The sets whose rows carry an OOD label (column `ood`): their ROC curves, the OOD charts
+OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 CLASSES = ("KO", "OK")
 STATES = ("KO", "OK", "UNKNOWN")
 IN_DOMAIN_SEAMS = ("c102", "c20", "c33")

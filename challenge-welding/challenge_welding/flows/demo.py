@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from challenge_welding.bundle.bundle import find_repo_root
 from challenge_welding.contract.checked import FileRefused, json_text, read_json
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import write_atomic
@@ -26,8 +27,6 @@ from challenge_welding.data.synth import generate_dataset, synth_output
 from challenge_welding.flows.evaluate import evaluate
 from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
-REPO = Path(__file__).resolve().parents[3]
-SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
 SIZES = {"default": {"n": 2000}, "quick": {"n": 600}}
@@ -64,6 +63,12 @@ def _marker(path: Path):
         return None
 
 
+def solutions_dir() -> Path:
+    """reference-solutions/ of the repository (bundle.find_repo_root: from a clone, installed or not)."""
+    return find_repo_root(needs=("reference-solutions/Solution-1/train.py",),
+                          fix="the demo runs from a clone of the repository (`make demo`)") / "reference-solutions"
+
+
 class Steps:
     """Markers of completed steps; a changed parameter invalidates that step and the later ones."""
 
@@ -90,7 +95,7 @@ def _fresh(path: Path) -> Path:
 
 def train_solution(training_data: Path, target: Path) -> None:
     """Train Solution-1 into ``target`` (a copy of the submission folder) with its own command."""
-    cmd = [sys.executable, str(SOLUTIONS / "Solution-1" / "train.py"), "--data", str(training_data),
+    cmd = [sys.executable, str(solutions_dir() / "Solution-1" / "train.py"), "--data", str(training_data),
            "--out", str(target)]
     if subprocess.run(cmd).returncode != 0:
         raise ChallengeError(f"training Solution-1 failed: {' '.join(cmd)}")
@@ -105,9 +110,7 @@ def no_trust_copy(trained: Path, target: Path) -> None:
 
 def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
-    if not (SOLUTIONS / "Solution-1" / "train.py").is_file():
-        raise ChallengeError(f"{SOLUTIONS} not found: the demo runs from a clone of the repository "
-                             "with the package installed in editable mode (`make demo`)")
+    solutions_dir()  # before any work: the reference solutions are in a clone, not in the package
     workdir = Path(workdir).resolve()
     steps = Steps(workdir)
     size = dict(SIZES["quick" if quick else "default"])
@@ -148,7 +151,7 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
 
     entries = [("Solution-1", solutions / "Solution-1"),
                ("Solution-1-no-trust", solutions / "Solution-1-no-trust")]
-    entries += [(name, SOLUTIONS / name) for name in NAIVE]
+    entries += [(name, solutions_dir() / name) for name in NAIVE]
     _say(f"4/5 evaluating {len(entries)} reference solutions -> {results}")
     _evaluate_all(entries, data, results, steps, params)
 

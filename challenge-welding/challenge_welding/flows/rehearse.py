@@ -41,10 +41,9 @@ import yaml
 from challenge_welding.contract import checked
 from challenge_welding.contract.checked import json_text, plain, read_json
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.demo import solutions_dir
 from challenge_welding.contract.files import write_atomic
 
-REPO = Path(__file__).resolve().parents[3]
-SOLUTIONS = REPO / "reference-solutions"
 # The published dataset: 22,753 photos, two thirds at 1920x1080 and one third at 960x540.
 FULL_N = 22753
 FULL_MIX = "1920x1080:2,960x540:1"
@@ -263,8 +262,8 @@ def score_virtuals(reference: str, root: str, predictions: str, count: int, seed
 
 def solution_folders(names) -> list[str]:
     for name in names:
-        if name not in ("Solution-1", "Solution-1-no-trust") and not (SOLUTIONS / name / "setup.py").is_file():
-            raise ChallengeError(f"--solutions: {SOLUTIONS / name} is not a submission folder")
+        if name not in ("Solution-1", "Solution-1-no-trust") and not (solutions_dir() / name / "setup.py").is_file():
+            raise ChallengeError(f"--solutions: {solutions_dir() / name} is not a submission folder")
     return list(names)
 
 
@@ -308,13 +307,13 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
     trained = work / "solutions"
     folders = {}
     if "Solution-1" in solutions or "Solution-1-no-trust" in solutions:
-        stage("train Solution-1", [sys.executable, SOLUTIONS / "Solution-1" / "train.py", "--data",
+        stage("train Solution-1", [sys.executable, solutions_dir() / "Solution-1" / "train.py", "--data",
                                    data / "training_data", "--out", trained / "Solution-1"],
               trained / "Solution-1")
         folders["Solution-1"] = trained / "Solution-1"
         no_trust_copy(trained / "Solution-1", trained / "Solution-1-no-trust")
         folders["Solution-1-no-trust"] = trained / "Solution-1-no-trust"
-    folders.update({name: SOLUTIONS / name for name in solutions if name not in folders})
+    folders.update({name: solutions_dir() / name for name in solutions if name not in folders})
     bundle = work / "bundle.zip"
     stage("bundle", cli("bundle", "--data", data, "--output", bundle,
                         *(["--solution", folders["Solution-1"]] if "Solution-1" in folders

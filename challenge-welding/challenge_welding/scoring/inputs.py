@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.names import CLASSES, OOD_SETS, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes
@@ -31,7 +31,6 @@ from challenge_welding.scoring.provenance import (
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
-OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 REFERENCE_COLUMNS = {
     "performance": (), "generalization": (),
     "robustness": ("perturbation", "level"),
