@@ -9,7 +9,8 @@ import pytest
 
 from challenge_welding.contract.names import SCORE_KEYS
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.flows.leaderboard import colour, leaderboard, rank
+from challenge_welding.flows.leaderboard import leaderboard, rank
+from challenge_welding.report.leaderboard import colour
 
 
 def _scored(folder, score, op=0.5):

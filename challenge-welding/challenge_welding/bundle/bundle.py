@@ -36,7 +36,7 @@ import challenge_welding
 from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S, valid_email
 from challenge_welding.bundle.logo import make_logo
 from challenge_welding.bundle.validate import validate_bundle
-from challenge_welding.contract.names import SET_NAMES
+from challenge_welding.contract.names import BUDGET_S_PER_IMAGE, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path
 
@@ -50,8 +50,8 @@ _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 # Time-limit model (see README "Scaling"): the challenge's budget of 1/12 s per image,
 # times a safety factor for slower workers, decoding and I/O, plus a fixed allowance
 # for installing the submission's environment (large wheels such as torch) and loading
-# its model. Scoring runs under the same limit and takes seconds.
-BUDGET_S_PER_IMAGE = 1 / 12
+# its model. Scoring runs under the same limit and takes seconds. The budget is the
+# contract's (contract.names.BUDGET_S_PER_IMAGE).
 SAFETY_FACTOR = 3.0
 SETUP_ALLOWANCE_S = 1200
 MINIMUM_LIMIT_S = 1800

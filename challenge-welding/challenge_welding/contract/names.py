@@ -36,6 +36,9 @@ SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
 # (tests/test_package.py holds the two equal).
 TIME_PERCENTILE = 95.0
 
+# The challenge's time budget per image (s): the bundle's time limits and the board's time colours
+BUDGET_S_PER_IMAGE = 1 / 12
+
 VIRTUAL_KINDS = (
     "perfect", "very_good", "good", "no_trust", "with_trust", "full_unknown", "full_ok",
     "full_ko", "random",

@@ -32,13 +32,19 @@ KPI_LABELS = {k.key: k.label for k in KPIS}
 def render_report(details: dict, config) -> str:
     """The detailed results page as one HTML string; ``config``: the validated config the score used."""
     details = details or {}
+    return environment().get_template("report.html.j2").render(**build_context(details, config))
+
+
+def environment() -> jinja2.Environment:
+    """The one template environment of the pages (this one and report.leaderboard's): the
+    package's templates/, autoescaped, with the number filters."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
     env.filters["pct"] = pct
     env.filters["param"] = param
     env.filters["formula"] = formula_markup
-    return env.get_template("report.html.j2").render(**build_context(details, config))
+    return env
 
 
 def build_context(details: dict, config) -> dict:
