@@ -21,7 +21,7 @@ LAYERS = {
     "contract": (),                                        # names, registry, prediction rules, errors, files
     "scoring": ("contract",),                              # every number
     "data": ("contract", "scoring"),                       # build-sets ends by calibrating the score
-    "ingestion": ("contract", "scoring", "data"),          # row rules, time percentile, parquet writer
+    "ingestion": ("contract", "data"),                     # row rules, map format, parquet writer: no scoring
     "report": ("contract",),                               # draws what it is given
     "bundle": ENGINE,                                      # the Codabench bundle, its limits, its dry run
     "flows": ENGINE + ("bundle",),                         # one run, top to bottom (rehearse packs a bundle)

@@ -53,3 +53,11 @@ def test_score_keys_match_contract():
 def test_reference_data_config_is_the_packaged_default():
     packaged = ROOT / "challenge-welding/challenge_welding/scoring/default_scoring.yaml"
     assert (ROOT / "reference_data/scoring.yaml").read_text() == packaged.read_text()
+
+
+def test_the_ingestion_times_the_percentile_the_default_score_uses():
+    from challenge_welding.contract.names import TIME_PERCENTILE
+    from challenge_welding.scoring.config import load_config
+
+    time = load_config(None).time
+    assert (time.percentile, time.method) == (TIME_PERCENTILE, "linear")

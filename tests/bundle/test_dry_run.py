@@ -6,6 +6,7 @@ command's argument errors."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import challenge_welding
 from challenge_welding.bundle import worker
 from challenge_welding.bundle.dry_run import parse_mount, sources_from_bundle
 from challenge_welding.bundle.worker import Mount, StepFolders
@@ -232,3 +234,24 @@ def test_programs_root_of_the_repository_and_of_a_kit(tmp_path):
     assert programs_root(kit / "sub") == kit  # no competition.yaml needed
     with pytest.raises(ChallengeError, match="pass --repo"):
         programs_root(tmp_path / "elsewhere")
+
+
+def test_one_root_finder_works_from_an_installed_package(tmp_path):
+    """A copy of the package outside any checkout (as site-packages holds it): run from inside the
+    clone, the finder finds the clone; run from elsewhere, one line naming what is missing.
+    Before (317e1dc) demo and rehearse took parents[3] of their own file: from site-packages,
+    a folder that is not the repository."""
+    site = tmp_path / "site"
+    shutil.copytree(Path(challenge_welding.__file__).parent, site / "challenge_welding",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import challenge_welding as c; from challenge_welding.flows.demo import solutions_dir; "
+            "print(c.__file__); print(solutions_dir())")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "docs", env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    where, found = res.stdout.split()
+    assert where.startswith(str(site)) and found == str(ROOT / "reference-solutions")
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 1 and "no reference-solutions/Solution-1/train.py found at" in res.stderr

@@ -141,6 +141,44 @@ def test_a_nan_score_is_never_ranked(scored, tmp_path):
     assert not (tmp_path / "board.csv").exists()
 
 
+# one rule (contract.checked.read_scores, docs/integrity.md): a score that is not a number is refused
+# in one line naming the file and the key, never ranked nor listed; whatever its spelling
+@pytest.mark.parametrize("spelling, said", [
+    ("1e999", "'score' is inf"),        # finite text, infinite float: refused as Infinity is
+    ("-Infinity", "'score' is -inf"),
+    ('"NaN"', "'score' is 'NaN', not a number"),
+    ("null", "'score' is None, not a number"),
+    ("true", "'score' is True, not a number"),
+])
+def test_a_score_that_is_not_a_number_is_refused_whatever_its_spelling(scored, tmp_path, spelling, said):
+    text = (scored["good"] / "scores.json").read_text()
+    good = json.loads(text)
+    body = json.dumps({**good, "score": "@"}).replace('"@"', spelling)
+    bad = tampered(scored, tmp_path, "odd-score", scores=body)
+    status, stderr, _ = run_cli(tmp_path, "leaderboard", scored["good"], bad, "--output", tmp_path / "board")
+    one_line(status, stderr, 2, str(bad / "scores.json"), said, "not ranked")
+    assert not (tmp_path / "board.csv").exists()
+
+
+def test_compare_reads_scores_through_the_contract(scored, tmp_path):
+    """bundle.compare (a dry run's scores against the host's): a deep or NaN file is one line, exit 2.
+
+    Against main (317e1dc): the deep file ended in a RecursionError traceback (exit 1), the NaN
+    file was compared ("score: not finite numbers") and exit 1, as if the runs differed."""
+    good = scored["good"] / "scores.json"
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    nan = tmp_path / "nan.json"
+    nan.write_text(json.dumps({**json.loads(good.read_text()), "score": float("nan")}))
+    for path, said in ((deep, "nested 100000 levels deep"), (nan, "'score' is nan")):
+        res = subprocess.run(CLI[:2] + ["challenge_welding.bundle.compare", str(good), str(path)],
+                             capture_output=True, text=True, timeout=300)
+        one_line(res.returncode, res.stderr, 2, str(path), said)
+    res = subprocess.run(CLI[:2] + ["challenge_welding.bundle.compare", str(good), str(good)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.startswith("same scores.json"), res.stderr
+
+
 def test_details_nested_100000_deep(scored, tmp_path):
     deep = '{"robustness": ' + "[" * 100_000 + "]" * 100_000 + "}"
     bad = tampered(scored, tmp_path, "deep", details=deep)

@@ -9,7 +9,8 @@ import pytest
 
 from challenge_welding.contract.names import SCORE_KEYS
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.flows.leaderboard import colour, leaderboard, rank
+from challenge_welding.flows.leaderboard import leaderboard, rank
+from challenge_welding.report.leaderboard import colour
 
 
 def _scored(folder, score, op=0.5):
@@ -90,7 +91,7 @@ def test_missing_key_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "scores.json").write_text(json.dumps({"score": 1.0}))
-    with pytest.raises(ChallengeError, match="bad/scores.json lacks the numeric key"):
+    with pytest.raises(ChallengeError, match=r"bad/scores.json: key 'perf' is absent, not a number \(and 21 more key\(s\)\)"):
         leaderboard([bad], tmp_path / "board")
 
 

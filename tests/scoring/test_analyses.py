@@ -275,6 +275,33 @@ def test_expert_kpis_use_only_expert_rows(reference_maker, tmp_path):
 
 
 # --- config ------------------------------------------------------------------------------------------
+def test_labelling_type_comes_from_the_one_read_of_the_reference(reference_maker, tmp_path):
+    """The annotators' labelling is what the scoring read with the reference (hashed and parsed
+    from one read of its bytes): the analyses need no reference file on disk afterwards."""
+    import hashlib
+
+    from challenge_welding.scoring.analyses.run import run_analyses
+    from challenge_welding.scoring.inputs import read_inputs
+    from challenge_welding.scoring.virtual import make_virtual
+
+    ref = reference_maker(tmp_path / "ref", n_perf=600, seed=2)
+    perf_file = ref / "performance.parquet"
+    perf = pd.read_parquet(perf_file)
+    perf["labelling_type"] = ["expert" if i < 300 else "operator" for i in range(len(perf))]
+    perf.to_parquet(perf_file, index=False)
+    make_virtual(ref, "good", tmp_path / "pred", seed=1)
+    digest = hashlib.sha256(perf_file.read_bytes()).hexdigest()
+    inputs = read_inputs(ref, tmp_path / "pred", verify=False)
+    assert inputs.hashes["performance"]["reference"] == digest
+    assert inputs.labelling == {"performance": dict(zip(perf["sample_id"].astype(str), perf["labelling_type"]))}
+    for f in ref.glob("*.parquet"):
+        f.unlink()  # nothing left to read a second time
+    details = {"warnings": []}
+    out = run_analyses(ref, tmp_path / "pred", inputs.frames, load_config(), details, labelling=inputs.labelling)
+    assert details["warnings"] == []
+    assert out["annotators"]["available"] and out["annotators"]["n"]["performance"] == 300
+
+
 def test_analyses_settings_in_the_config():
     raw = load_config().as_dict()
     assert raw["analyses"]["drift_false_alarm_rate"] == 0.05 and raw["analyses"]["ood_tpr"] == 0.95
@@ -286,7 +313,7 @@ def test_analyses_settings_in_the_config():
 
 
 def test_maps_are_read_for_the_wanted_samples_only(tmp_path):
-    from challenge_welding.scoring.explainability_io import MapsWriter, file_name, read_explainability
+    from challenge_welding.contract.explanation_maps import MapsWriter, file_name, read_explainability
 
     rng = np.random.default_rng(0)
     maps = [rng.integers(0, 256, (3 + i, 5), dtype=np.uint8) for i in range(6)]
@@ -319,7 +346,7 @@ def test_masks_pooled_at_read_give_the_localisation_of_full_size_masks(tmp_path)
 
     from challenge_welding.scoring.analyses import localisation
     from challenge_welding.scoring.analyses.sources import read_masks
-    from challenge_welding.scoring.explainability_io import MAP_SCALE, reduced_shape
+    from challenge_welding.contract.explanation_maps import MAP_SCALE, reduced_shape
 
     rng = np.random.default_rng(3)
     folder = tmp_path / "masks" / "performance"

@@ -36,7 +36,7 @@ import challenge_welding
 from challenge_welding.bundle.codabench_rules import DEFAULT_QUEUE_LIMIT_S, valid_email
 from challenge_welding.bundle.logo import make_logo
 from challenge_welding.bundle.validate import validate_bundle
-from challenge_welding.contract.names import SET_NAMES
+from challenge_welding.contract.names import BUDGET_S_PER_IMAGE, SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path
 
@@ -50,8 +50,8 @@ _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 # Time-limit model (see README "Scaling"): the challenge's budget of 1/12 s per image,
 # times a safety factor for slower workers, decoding and I/O, plus a fixed allowance
 # for installing the submission's environment (large wheels such as torch) and loading
-# its model. Scoring runs under the same limit and takes seconds.
-BUDGET_S_PER_IMAGE = 1 / 12
+# its model. Scoring runs under the same limit and takes seconds. The budget is the
+# contract's (contract.names.BUDGET_S_PER_IMAGE).
 SAFETY_FACTOR = 3.0
 SETUP_ALLOWANCE_S = 1200
 MINIMUM_LIMIT_S = 1800
@@ -152,16 +152,28 @@ def organiser_decisions(template: dict, *, docker_image: str | None = None,
     return lines
 
 
-def find_repo_root(start: str | Path | None = None) -> Path:
-    """The repository holding competition.yaml and the two program folders."""
-    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
+# What marks the repository for the bundle: competition.yaml and the program folders
+REPO_MARKS = ("competition.yaml", "scoring_program/metadata.yaml")
+
+
+def find_repo_root(start: str | Path | None = None, needs=REPO_MARKS,
+                   fix: str = "the bundle needs competition.yaml, pages/, ingestion_program/ and "
+                              "scoring_program/ (pass --repo)") -> Path:
+    """The one finder of the repository (or an unpacked starting kit): the nearest folder holding
+    every path of ``needs``, at ``start`` or above it; without ``start``, at the current folder or
+    above, then above this package.
+
+    The current folder comes first so that an installed package (site-packages, no checkout
+    above it) works when run from inside a clone or a kit; a checkout installed in editable
+    mode is found from anywhere. ChallengeError naming where it looked and ``fix`` otherwise.
+    """
+    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__).parent]
     for cand in candidates:
         for p in [cand.resolve(), *cand.resolve().parents]:
-            if (p / "competition.yaml").is_file() and (p / "scoring_program").is_dir():
+            if all((p / need).exists() for need in needs):
                 return p
-    where = start or f"{Path.cwd()} or above the package"
-    raise ChallengeError(f"no repository found at {where}: the bundle needs competition.yaml, "
-                         "pages/, ingestion_program/ and scoring_program/ (pass --repo)")
+    where = start or f"{Path.cwd()} or above (nor above the package)"
+    raise ChallengeError(f"no {', '.join(needs)} found at {where}: {fix}")
 
 
 def check_data(data_dir: Path) -> None:

@@ -9,11 +9,11 @@ be equal: same data, same pinned requirements, same scoring code.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
+from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.names import SCORE_KEYS
 
 TIME_DEPENDENT_KEYS = ("score", "perf", "time_p95")
@@ -41,8 +41,11 @@ def compare_scores(a: dict, b: dict, *, ignore=TIME_DEPENDENT_KEYS, rel_tol: flo
 
 
 def compare_files(first: str | Path, second: str | Path, **kwargs) -> list[str]:
-    return compare_scores(json.loads(Path(first).read_text()), json.loads(Path(second).read_text()),
-                          **kwargs)
+    """compare_scores of two files, each read by contract.checked (bounded, strict JSON; FileRefused otherwise)."""
+    a, b = (read_json(p, "pass a scores.json written by `score`") for p in (first, second))
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return [f"{p}: not a JSON object" for p, d in ((first, a), (second, b)) if not isinstance(d, dict)]
+    return compare_scores(a, b, **kwargs)
 
 
 def main(argv=None) -> int:
@@ -51,7 +54,11 @@ def main(argv=None) -> int:
         print("usage: python -m challenge_welding.bundle.compare FIRST.json SECOND.json",
               file=sys.stderr)
         return 2
-    diffs = compare_files(*args)
+    try:
+        diffs = compare_files(*args)
+    except FileRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for d in diffs:
         print(f"differs: {d}")
     if not diffs:

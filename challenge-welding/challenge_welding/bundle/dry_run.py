@@ -13,7 +13,6 @@ mark it), and ChallengeError for bad input or an unreachable engine.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
@@ -24,10 +23,11 @@ from pathlib import Path
 
 import yaml
 
-import challenge_welding
 from challenge_welding.bundle import worker
-from challenge_welding.bundle.bundle import check_data, count_images, execution_time_limit, program_zip, zip_tree
+from challenge_welding.bundle.bundle import (check_data, count_images, execution_time_limit, find_repo_root,
+                                              program_zip, zip_tree)
 from challenge_welding.bundle.worker import Mount, StepFolders
+from challenge_welding.contract.checked import FileRefused, read_scores
 from challenge_welding.contract.errors import ChallengeError
 
 DEFAULT_SOCKETS = ("unix:///var/run/docker.sock", "unix:///run/podman/podman.sock")
@@ -142,15 +142,9 @@ def sources_from_data(data_dir: Path, workdir: Path, repo: Path | None = None) -
 
 def programs_root(start: Path | None = None) -> Path:
     """The folder holding ingestion_program/ and scoring_program/ (the repository, or an
-    unpacked starting kit): ``start``, else here or above, else above the package."""
-    candidates = [Path(start)] if start else [Path.cwd(), Path(challenge_welding.__file__)]
-    for cand in candidates:
-        for p in [cand.resolve(), *cand.resolve().parents]:
-            if all((p / f / "metadata.yaml").is_file()
-                   for f in ("ingestion_program", "scoring_program")):
-                return p
-    raise ChallengeError(f"no ingestion_program/ and scoring_program/ found at "
-                         f"{start or Path.cwd()} or above (pass --repo)")
+    unpacked starting kit: no competition.yaml needed), found by the one finder."""
+    return find_repo_root(start, ("ingestion_program/metadata.yaml", "scoring_program/metadata.yaml"),
+                          "the dry run needs ingestion_program/ and scoring_program/ (pass --repo)")
 
 
 def submission_zip(submission: Path, workdir: Path) -> Path:
@@ -403,7 +397,11 @@ class DryRun:
         elif not (sco.output / "scores.json").is_file():
             result.status, result.reason = 1, "Could not find scores file, did the scoring program output it?"
         else:
-            result.scores = json.loads((sco.output / "scores.json").read_text())
+            try:
+                result.scores = read_scores(sco.output / "scores.json", "the scoring program wrote a bad scores.json")
+            except FileRefused as exc:
+                result.status, result.reason = 1, str(exc)
+                return result
             worker.write_metadata(sco.output, exit_code=code, elapsed=step.elapsed.get("scoring"),
                                   ingestion_exit_code=None, ingestion_elapsed=None)
             result.reason = "scored"

@@ -1,6 +1,5 @@
 """Score predictions: the six trust KPIs, the leaderboard score and the detailed results page."""
 
-import json
 from pathlib import Path
 
 from challenge_welding.contract.errors import exit_status_help
@@ -35,11 +34,11 @@ def add_arguments(parser):
 
 def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
-    from challenge_welding.flows.score import score
+    from challenge_welding.flows.score import score_and_details
 
-    score(args.reference, args.predictions, args.output, args.config, verify=not args.unverified,
-          traces=args.traces, draws_path=args.draws, baseline=args.baseline)
-    details = json.loads((Path(args.output) / "details.json").read_text())
+    _, details = score_and_details(args.reference, args.predictions, args.output, args.config,
+                                   verify=not args.unverified, traces=args.traces, draws_path=args.draws,
+                                   baseline=args.baseline)
 
     def ci(interval):
         return f"  [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""

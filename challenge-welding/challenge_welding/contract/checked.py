@@ -16,6 +16,7 @@ key, cause first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.names import SCORE_KEYS
 
 # The limits, in one place (a real details.json at 4,000 images is well under 1 MB, nesting ~8;
 # a draws file holds ~14 arrays of B <= 10^4 float64).
@@ -45,13 +47,16 @@ def json_text(data, indent: int | None = 1, **kwargs) -> str:
 
 
 def plain(obj):
-    """``obj`` with numpy values as Python ones, paths as text and NaN/infinity as None (JSON null).
+    """``obj`` with numpy values as Python ones, dataclasses as dicts, paths as text and NaN/infinity
+    as None (JSON null): the one cleaner of what we publish as JSON.
 
     For reports where "not a number" means "undefined" (details.json); a score is refused instead.
 
     >>> plain({"a": np.float64("nan"), "b": [np.int64(2), float("inf")], "c": np.array([0.5])})
     {'a': None, 'b': [2, None], 'c': [0.5]}
     """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
     if isinstance(obj, dict):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -133,6 +138,28 @@ def read_json(path, what: str = "") -> object:
     return value
 
 
+def read_scores(path, what: str = "re-score the folder with `score`") -> dict:
+    """A scores.json: {key: float} for every contract key (contract.names.SCORE_KEYS), each a finite number.
+
+    A score that is not a number is never ranked nor compared: the file is refused in one line
+    naming the key (FileRefused, exit status 2), never listed. Missing file, over the limits,
+    not an object, a key absent or not a number: refused alike. ``what``: the fix, end of the line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileRefused(f"{path} not found: pass folders written by `evaluate` or `score`")
+    scores = read_json(path, what)
+    if not isinstance(scores, dict):
+        raise FileRefused(f"{path} is not a JSON object: {what}")
+    bad = [k for k in SCORE_KEYS if not _number(scores.get(k))]  # read_json refused NaN and infinities
+    if bad:
+        text = repr(scores[bad[0]]) if bad[0] in scores else "absent"
+        text = text if len(text) <= 40 else text[:37] + "..."
+        raise FileRefused(f"{path}: key {bad[0]!r} is {text}, not a number"
+                          f"{f' (and {len(bad) - 1} more key(s))' if len(bad) > 1 else ''}: {what}")
+    return {k: float(scores[k]) for k in SCORE_KEYS}
+
+
 def field(data, key: str, kinds, path, default=None):
     """``data[key]`` when it is of ``kinds``; ``default`` when absent; FileRefused naming file and key otherwise."""
     value = data.get(key, default) if isinstance(data, dict) else None
@@ -186,5 +213,9 @@ def curves(value, path, key: str = "robustness") -> dict:
     return value
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _real(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return _number(v) and math.isfinite(v)

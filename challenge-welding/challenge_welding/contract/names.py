@@ -3,6 +3,8 @@
 from challenge_welding.contract.registry import CRITERIA_KEYS, KPI_KEYS
 
 SET_NAMES = ("performance", "robustness", "ood_real", "ood_synthetic", "generalization", "drift")
+# The sets whose rows carry an OOD label (column `ood`): their ROC curves, the OOD charts
+OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 CLASSES = ("KO", "OK")
 STATES = ("KO", "OK", "UNKNOWN")
 IN_DOMAIN_SEAMS = ("c102", "c20", "c33")
@@ -28,6 +30,14 @@ PRED_COLUMNS = (
 
 # scores.json keys, in leaderboard order: read from the one registry of KPIs and criteria
 SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
+
+# The percentile of per-image time the ingestion's timings report as time_p95 (numpy's linear
+# method); the score's time_p95 follows the scoring config's time section, whose default is this
+# (tests/test_package.py holds the two equal).
+TIME_PERCENTILE = 95.0
+
+# The challenge's time budget per image (s): the bundle's time limits and the board's time colours
+BUDGET_S_PER_IMAGE = 1 / 12
 
 VIRTUAL_KINDS = (
     "perfect", "very_good", "good", "no_trust", "with_trust", "full_unknown", "full_ok",

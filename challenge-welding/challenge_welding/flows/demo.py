@@ -12,21 +12,21 @@ parameters changed, e.g. after switching between --quick and the default size.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from challenge_welding.bundle.bundle import find_repo_root
+from challenge_welding.contract.checked import FileRefused, json_text, read_json
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.data.build_sets import build_sets
 from challenge_welding.data.synth import generate_dataset, synth_output
 from challenge_welding.flows.evaluate import evaluate
 from challenge_welding.flows.leaderboard import leaderboard, output_paths, text_table
 
-REPO = Path(__file__).resolve().parents[3]
-SOLUTIONS = REPO / "reference-solutions"
 NAIVE = ("full-unknown", "always-ok", "always-ko", "random")
 STEPS = ("synth", "build-sets", "train", "evaluate", "leaderboard")
 SIZES = {"default": {"n": 2000}, "quick": {"n": 600}}
@@ -55,6 +55,20 @@ def _say(msg: str) -> None:
     print(f"[demo {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
+def _marker(path: Path):
+    """A step marker's parameters; None when absent or unreadable (the step is then run again)."""
+    try:
+        return read_json(path)
+    except FileRefused:
+        return None
+
+
+def solutions_dir() -> Path:
+    """reference-solutions/ of the repository (bundle.find_repo_root: from a clone, installed or not)."""
+    return find_repo_root(needs=("reference-solutions/Solution-1/train.py",),
+                          fix="the demo runs from a clone of the repository (`make demo`)") / "reference-solutions"
+
+
 class Steps:
     """Markers of completed steps; a changed parameter invalidates that step and the later ones."""
 
@@ -64,14 +78,14 @@ class Steps:
 
     def done(self, step: str, params: dict) -> bool:
         path = self.dir / f"{step}.json"
-        if path.exists() and json.loads(path.read_text()) == params:
+        if _marker(path) == params:
             return True
         for later in STEPS[STEPS.index(step):]:
             (self.dir / f"{later}.json").unlink(missing_ok=True)
         return False
 
     def mark(self, step: str, params: dict) -> None:
-        (self.dir / f"{step}.json").write_text(json.dumps(params, sort_keys=True))
+        write_atomic(self.dir / f"{step}.json", json_text(params, sort_keys=True))
 
 
 def _fresh(path: Path) -> Path:
@@ -81,7 +95,7 @@ def _fresh(path: Path) -> Path:
 
 def train_solution(training_data: Path, target: Path) -> None:
     """Train Solution-1 into ``target`` (a copy of the submission folder) with its own command."""
-    cmd = [sys.executable, str(SOLUTIONS / "Solution-1" / "train.py"), "--data", str(training_data),
+    cmd = [sys.executable, str(solutions_dir() / "Solution-1" / "train.py"), "--data", str(training_data),
            "--out", str(target)]
     if subprocess.run(cmd).returncode != 0:
         raise ChallengeError(f"training Solution-1 failed: {' '.join(cmd)}")
@@ -91,14 +105,12 @@ def no_trust_copy(trained: Path, target: Path) -> None:
     """Solution-1-no-trust: the same trained model with its trust mechanisms switched off."""
     _fresh(target)
     shutil.copytree(trained, target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "challenge_solution" / "settings.json").write_text(json.dumps({"trust": False}) + "\n")
+    write_atomic(target / "challenge_solution" / "settings.json", json_text({"trust": False}, indent=None))
 
 
 def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
     """Run (or resume) the demo in ``workdir``; return the leaderboard DataFrame."""
-    if not (SOLUTIONS / "Solution-1" / "train.py").is_file():
-        raise ChallengeError(f"{SOLUTIONS} not found: the demo runs from a clone of the repository "
-                             "with the package installed in editable mode (`make demo`)")
+    solutions_dir()  # before any work: the reference solutions are in a clone, not in the package
     workdir = Path(workdir).resolve()
     steps = Steps(workdir)
     size = dict(SIZES["quick" if quick else "default"])
@@ -139,7 +151,7 @@ def run_demo(workdir, quick: bool = False, seed: int = 0, n: int | None = None):
 
     entries = [("Solution-1", solutions / "Solution-1"),
                ("Solution-1-no-trust", solutions / "Solution-1-no-trust")]
-    entries += [(name, SOLUTIONS / name) for name in NAIVE]
+    entries += [(name, solutions_dir() / name) for name in NAIVE]
     _say(f"4/5 evaluating {len(entries)} reference solutions -> {results}")
     _evaluate_all(entries, data, results, steps, params)
 
@@ -161,7 +173,7 @@ def _evaluate_all(entries, data: Path, results: Path, steps: Steps, params: dict
     for i, (name, folder) in enumerate(entries, 1):
         step_params = {**params, "solution": name}
         path = steps.dir / f"evaluate-{name}.json"
-        if path.exists() and json.loads(path.read_text()) == step_params and \
+        if _marker(path) == step_params and \
                 (results / name / "scores.json").exists() and steps.done("evaluate", params):
             _say(f"    [{i}/{len(entries)}] {name}: reused")
             continue
@@ -172,7 +184,7 @@ def _evaluate_all(entries, data: Path, results: Path, steps: Steps, params: dict
             failures.append(f"{name}: {exc}")
             _say(f"    {name} FAILED: {exc}")
             continue
-        path.write_text(json.dumps(step_params, sort_keys=True))
+        write_atomic(path, json_text(step_params, sort_keys=True))
         _say(f"    {name}: score {scores['score']:.2f}")
     if failures:
         raise ChallengeError("demo: evaluation failed for " + "; ".join(failures))

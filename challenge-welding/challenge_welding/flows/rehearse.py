@@ -24,7 +24,6 @@ figure says whether it was measured or extrapolated.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -39,10 +38,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from challenge_welding.contract import checked
+from challenge_welding.contract.checked import json_text, plain, read_json
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.flows.demo import solutions_dir
+from challenge_welding.contract.files import write_atomic
 
-REPO = Path(__file__).resolve().parents[3]
-SOLUTIONS = REPO / "reference-solutions"
 # The published dataset: 22,753 photos, two thirds at 1920x1080 and one third at 960x540.
 FULL_N = 22753
 FULL_MIX = "1920x1080:2,960x540:1"
@@ -236,9 +237,10 @@ def bundle_facts(zip_path: Path) -> dict:
 
 
 def eval_images(data: Path) -> dict:
-    import pandas as pd
+    import pyarrow.parquet as pq
 
-    return {d.name: len(pd.read_parquet(d / "metadata.parquet"))
+    # the row count from the footer: no column is read
+    return {d.name: pq.ParquetFile(d / "metadata.parquet").metadata.num_rows
             for d in sorted((data / "input_data").iterdir()) if (d / "metadata.parquet").is_file()}
 
 
@@ -260,8 +262,8 @@ def score_virtuals(reference: str, root: str, predictions: str, count: int, seed
 
 def solution_folders(names) -> list[str]:
     for name in names:
-        if name not in ("Solution-1", "Solution-1-no-trust") and not (SOLUTIONS / name / "setup.py").is_file():
-            raise ChallengeError(f"--solutions: {SOLUTIONS / name} is not a submission folder")
+        if name not in ("Solution-1", "Solution-1-no-trust") and not (solutions_dir() / name / "setup.py").is_file():
+            raise ChallengeError(f"--solutions: {solutions_dir() / name} is not a submission folder")
     return list(names)
 
 
@@ -305,13 +307,13 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
     trained = work / "solutions"
     folders = {}
     if "Solution-1" in solutions or "Solution-1-no-trust" in solutions:
-        stage("train Solution-1", [sys.executable, SOLUTIONS / "Solution-1" / "train.py", "--data",
+        stage("train Solution-1", [sys.executable, solutions_dir() / "Solution-1" / "train.py", "--data",
                                    data / "training_data", "--out", trained / "Solution-1"],
               trained / "Solution-1")
         folders["Solution-1"] = trained / "Solution-1"
         no_trust_copy(trained / "Solution-1", trained / "Solution-1-no-trust")
         folders["Solution-1-no-trust"] = trained / "Solution-1-no-trust"
-    folders.update({name: SOLUTIONS / name for name in solutions if name not in folders})
+    folders.update({name: solutions_dir() / name for name in solutions if name not in folders})
     bundle = work / "bundle.zip"
     stage("bundle", cli("bundle", "--data", data, "--output", bundle,
                         *(["--solution", folders["Solution-1"]] if "Solution-1" in folders
@@ -322,7 +324,7 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
         s = stage(f"ingest {name}", cli("ingest", "--submission", folders[name], "--input-data",
                                          data / "input_data", "--output", pred, "--env-cache",
                                          work / "envs", "--no-progress"), pred)
-        report = json.loads((pred / "ingestion.json").read_text())
+        report = read_json(pred / "ingestion.json", "the ingestion of the rehearsal wrote a bad one")
         s.extra.update(ingestion_figures(report, pred))
         out = results / name
         stage(f"score {name}", cli("score", "--reference", data / "reference_data", "--predictions",
@@ -354,11 +356,13 @@ def ingestion_figures(report: dict, pred: Path) -> dict:
     """From ingestion.json and the performance predictions: install time, per-image cost."""
     import pandas as pd
 
-    timings = report.get("timings", {})
+    path = pred / "ingestion.json"
+    timings = checked.field(report, "timings", dict, path, {})
     perf = pred / "performance.parquet"
-    ms = float(pd.read_parquet(perf)["compute_time"].median() * 1000) if perf.is_file() else None
-    return {"install_s": timings.get("install_s"), "total_s": timings.get("total_s"),
-            "component_ms_per_image": ms}
+    ms = float(pd.read_parquet(perf, columns=["compute_time"])["compute_time"].median() * 1000) \
+        if perf.is_file() else None
+    return {"install_s": checked.field(timings, "install_s", (int, float), path),
+            "total_s": checked.field(timings, "total_s", (int, float), path), "component_ms_per_image": ms}
 
 
 def stage_key(name: str) -> str:
@@ -459,7 +463,7 @@ def run_rehearsal(workdir, sizes, mix=FULL_MIX, *, seed=0, runs=50, ko_share=0.0
             result["growth"] = growth(result["sizes"])
             result["capacity"] = capacity(result["sizes"], result["growth"])
         result["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
-        json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+        write_atomic(json_path, json_text(plain(result), default=str))  # strict: a NaN figure is null
     return result
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.contract.checked import json_text
+from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.errors import ChallengeError, OutputError
 from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
 from challenge_welding.scoring.extras import compute_extras, sample_traces
@@ -29,6 +29,13 @@ OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
 
 def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=True, traces=None,
           draws_path=None, baseline=None) -> dict:
+    """:func:`score_and_details`'s scores.json content (the details stay on disk)."""
+    return score_and_details(reference_dir, predictions_dir, output_dir, config_path, verify, traces,
+                             draws_path, baseline)[0]
+
+
+def score_and_details(reference_dir, predictions_dir, output_dir, config_path=None, verify=True, traces=None,
+                      draws_path=None, baseline=None) -> tuple[dict, dict]:
     """Score PRED against DIR and write OUT/scores.json, OUT/details.json, OUT/detailed_results.html.
 
     ``verify=False`` (``score --unverified``) skips the provenance checks (said in
@@ -37,7 +44,8 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
     are published. ``baseline``: a scored folder (Solution-1's OUT) for the relative
     robustness of the analyses. ``draws_path``: also write the bootstrap's per-resample values
     there for the leaderboard's significance (scoring.draws; not inside OUT).
-    Returns the scores.json content. Raises SubmissionFailed
+    Returns the scores.json and details.json contents, as written (the command prints them
+    without reading back what it just wrote). Raises SubmissionFailed
     (exit 1) or ChallengeError (exit 2) before anything is written.
     """
     if traces is not None and _inside(Path(traces), Path(output_dir)):
@@ -63,7 +71,7 @@ def score(reference_dir, predictions_dir, output_dir, config_path=None, verify=T
         raise
 
 
-def _write(scored, out: Path, traces, draws_path) -> dict:
+def _write(scored, out: Path, traces, draws_path) -> tuple[dict, dict]:
     scores, details = scored.scores, scored.details
     write_output(out / "scores.json", json_text(scores))
     if draws_path is not None:
@@ -82,6 +90,7 @@ def _write(scored, out: Path, traces, draws_path) -> dict:
     except Exception as exc:  # same for the page
         details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
         page = fallback_page(scores, exc)
+    details = plain(details)  # as written: numpy values as Python ones, NaN as null
     write_output(out / "details.json", details_json(details))
     write_output(out / "detailed_results.html", page)
     if traces is not None:
@@ -90,7 +99,7 @@ def _write(scored, out: Path, traces, draws_path) -> dict:
             sample_traces(scored.frames, scored.config).to_parquet(tmp, index=False)
     for w in details["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
-    return scores
+    return scores, details
 
 
 def _inside(path: Path, folder: Path) -> bool:

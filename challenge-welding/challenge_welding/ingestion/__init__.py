@@ -1,5 +1,5 @@
 """Install a submission in isolation and run it safely and fast over the evaluation sets.
-It may import contract, scoring and data (tests/test_layers.py, LAYERS).
+It may import contract and data, never scoring (tests/test_layers.py, LAYERS).
 
 Four rooms, one idea each; a room imports only the rooms below it (ROOMS in the same test;
 each room's ``__init__`` says what it owns and lists its modules), top to bottom:

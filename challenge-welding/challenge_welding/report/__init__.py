@@ -1,4 +1,4 @@
-"""The pages: the detailed results page of one scoring and the leaderboard's HTML.
+"""The pages: the detailed results page of one scoring (``html``) and the leaderboard page (``leaderboard``).
 
 Owns the drawing only: it renders details.json (every number, interval and chart's reduced
 data already computed by scoring) and the config it is given; it computes nothing and reads

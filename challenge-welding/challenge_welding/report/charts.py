@@ -16,6 +16,8 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from challenge_welding.contract.names import OOD_SETS
+
 KO_COLOUR, OK_COLOUR = "#c0392b", "#2471a3"
 GREY, GREEN, ORANGE, PURPLE = "#7f8c8d", "#229954", "#d68910", "#7d3c98"
 SET_COLOURS = {"ood_real": "#2471a3", "ood_synthetic": "#d68910", "drift": "#7d3c98"}
@@ -211,7 +213,7 @@ def roc_chart(rocs: dict, min_samples: int = 25) -> str:
     """
     with rc_context(RC):
         fig, axes = new_figure(10, 3.4, 1, 3)
-        for ax, name in zip(axes, ("ood_real", "ood_synthetic", "drift")):
+        for ax, name in zip(axes, OOD_SETS):
             roc = rocs.get(name)
             ax.set_title(name)
             if roc is None:

@@ -10,17 +10,16 @@ that cannot be drawn shows why instead of failing the scoring.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import json
 import math
 from pathlib import Path
 
 import jinja2
-import numpy as np
 from markupsafe import Markup, escape
 
-from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
+from challenge_welding.contract.checked import plain
+from challenge_welding.contract.names import KPI_KEYS, OOD_SETS, SET_NAMES
 from challenge_welding.contract.registry import BY_KEY, KPI_BY_KEY, KPIS, kpi_criteria
 from challenge_welding.report import charts
 from challenge_welding.report.analyses_view import analyses_context
@@ -33,13 +32,19 @@ KPI_LABELS = {k.key: k.label for k in KPIS}
 def render_report(details: dict, config) -> str:
     """The detailed results page as one HTML string; ``config``: the validated config the score used."""
     details = details or {}
+    return environment().get_template("report.html.j2").render(**build_context(details, config))
+
+
+def environment() -> jinja2.Environment:
+    """The one template environment of the pages (this one and report.leaderboard's): the
+    package's templates/, autoescaped, with the number filters."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["f"] = fmt
     env.filters["pct"] = pct
     env.filters["param"] = param
     env.filters["formula"] = formula_markup
-    return env.get_template("report.html.j2").render(**build_context(details, config))
+    return env
 
 
 def build_context(details: dict, config) -> dict:
@@ -87,9 +92,9 @@ def build_context(details: dict, config) -> dict:
         "metric_card": details.get("metric_card") or {},
         "sandbox": details.get("sandbox"),
         "points": details.get("shortfall"),
-        "config_json": json.dumps(_plain(details.get("config") or config), indent=1, sort_keys=False),
+        "config_json": json.dumps(plain(details.get("config") or config), indent=1, sort_keys=False),
     }
-    rocs = {name: (extras.get("roc") or {}).get(name) for name in ("ood_real", "ood_synthetic", "drift")}
+    rocs = {name: (extras.get("roc") or {}).get(name) for name in OOD_SETS}
     ctx["rocs"] = rocs
     ctx["charts"] = {
         "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
@@ -147,21 +152,6 @@ def param(v, depth: int = 0) -> str:
 def pct(x) -> str:
     """A share as a percentage with one decimal ("5.2 %", "95 %"); 'n/a' when undefined."""
     return (fmt(x, 1, scale=100).removesuffix(".0") + " %") if _finite(x) else "n/a"
-
-
-def _plain(obj):
-    """The config as plain JSON-able data (dataclasses and numpy scalars included)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        obj = dataclasses.asdict(obj)
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 # ---------------------------------------------------------------- sections

@@ -21,7 +21,6 @@ Core (pure numpy, no I/O):
   analyses/  what a plant engineer asks after the score: reported, never scored
 Shell:
   provenance  the checks that tie a prediction folder to its ingestion
-  explainability_io  the explanation maps a submission returned: their reduction and file
   config     load and validate scoring.yaml into one typed, frozen object
   inputs     read and check the reference and prediction parquet files, merged into frames
   score      score_predictions(): scores.json and details.json content (extras included)

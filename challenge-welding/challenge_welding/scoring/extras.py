@@ -7,41 +7,26 @@ reliability bins of the performance set, ROC curves of the OOD sets, the drift s
 in bins. Everything published aggregates at least config.disclosure.min_samples
 samples per number or curve point (scoring.disclosure); summaries (R-AUC, AUROC, ECE)
 use all samples. The arithmetic shared with the score comes from scoring (metrics,
-disclosure); everything returned is JSON-serialisable (NaN -> None).
+disclosure); everything returned is JSON-serialisable (contract.checked.plain: NaN -> None).
 """
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
 
-from challenge_welding.contract.names import CLASSES, SET_NAMES
+from challenge_welding.contract.checked import plain
+from challenge_welding.contract.names import CLASSES, OOD_SETS, SET_NAMES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.criteria import UndefinedCases
 from challenge_welding.scoring.disclosure import curve_steps, roc_points, sequence_bins
 from challenge_welding.scoring.reliability import reliability_bins
 from challenge_welding.scoring.retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
 from challenge_welding.scoring.trust_opinion import model_opinion
 
 UNCERTAINTY = "1 - max(p_KO, p_OK)"
-OOD_SETS = ("ood_real", "ood_synthetic", "drift")
-
-
-def _clean(obj):
-    """Plain Python numbers, NaN/inf -> None, so json.dumps writes standard JSON."""
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 def _round_opinion(op: dict) -> dict:
@@ -75,10 +60,10 @@ def set_extras(frame, config, name: str = "") -> dict:
     p_ok = frame["scores OK"].to_numpy(float)
     seams = frame["welding-seams"].to_numpy() if "welding-seams" in frame.columns else np.full(len(y), "")
 
-    cases = []
+    cases = UndefinedCases()  # the score's record: one schema, no duplicates
 
     def case(metric, what, resolution):
-        cases.append({"metric": metric, "set": name, "case": what, "resolution": resolution})
+        cases.add(metric, name, f"{what}: {resolution}")
 
     n_zero = int(np.count_nonzero(p_ko + p_ok == 0))
     if n_zero:
@@ -109,7 +94,7 @@ def set_extras(frame, config, name: str = "") -> dict:
     if not normalised:
         case("excess-cost retention", "C(human) - C(ideal) = 0", "excess cost left in raw cost units")
     return {"n": int(len(y)), "n_excluded_ood": int(n_all - len(y)), "trust": trust, "retention": retention,
-            "undefined_cases": cases}
+            "undefined_cases": cases.records}
 
 
 def compute_extras(frames, config=None) -> dict:
@@ -147,7 +132,7 @@ def compute_extras(frames, config=None) -> dict:
     out["reliability"] = reliability(frames.get("performance"), config)
     out["roc"] = {name: roc(frames.get(name), config) for name in OOD_SETS}
     out["drift"] = drift_sequence(frames.get("drift"), config)
-    return _clean(out)
+    return plain(out)
 
 
 def reliability(frame, config) -> dict:

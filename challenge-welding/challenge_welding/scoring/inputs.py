@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.names import CLASSES, OOD_SETS, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
-from challenge_welding.contract.files import sha256_bytes, sha256_file
+from challenge_welding.contract.files import sha256_bytes
 from challenge_welding.contract.prediction_rules import (
     PROBA_SUM_TOL_TEXT, check_ood_scores, check_probabilities, label_codes,
 )
@@ -31,7 +31,6 @@ from challenge_welding.scoring.provenance import (
 
 PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
 OOD_COLUMN = "scores OOD"
-OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 REFERENCE_COLUMNS = {
     "performance": (), "generalization": (),
     "robustness": ("perturbation", "level"),
@@ -60,12 +59,19 @@ def _read_parquet(source, name, kind, path=None):
         raise error(f"set '{name}': cannot read {kind} file {path or source} ({type(exc).__name__}: {exc})") from None
 
 
-def read_reference(reference_dir, name) -> pd.DataFrame:
-    """One reference set, checked: labels KO/OK, the set's extra columns, unique ids."""
+def read_reference(reference_dir, name, data: bytes | None = None, labelling: dict | None = None) -> pd.DataFrame:
+    """One reference set, checked: labels KO/OK, the set's extra columns, unique ids.
+
+    ``data``: the file's bytes when the caller has read them already (to hash them: the file
+    is then read once). ``labelling``: a dict that receives {name: {sample_id: labelling_type}}
+    when the file has that column (the analyses' annotators; never scored).
+    """
     path = Path(reference_dir) / f"{name}.parquet"
-    if not path.is_file():
+    if data is None and not path.is_file():
         raise ChallengeError(f"set '{name}': reference file {path} is missing")
-    ref = _read_parquet(path, name, "reference")
+    ref = _read_parquet(path if data is None else io.BytesIO(data), name, "reference", path)
+    if labelling is not None and "labelling_type" in ref.columns:
+        labelling[name] = dict(zip(ref["sample_id"].astype(str), ref["labelling_type"].astype(str)))
     needed = ("sample_id", "class", "welding-seams") + REFERENCE_COLUMNS[name]
     missing = [c for c in needed if c not in ref.columns]
     if missing:
@@ -262,6 +268,7 @@ class Inputs:
     warnings: list
     hashes: dict      # {set: {"reference": sha256, "predictions": sha256}}
     provenance: dict  # {"verified": bool, "origin": str}
+    labelling: dict   # {set: {sample_id: labelling_type}} for the reference sets that carry it (never scored)
 
 
 def read_frames(reference_dir, predictions_dir, verify=True):
@@ -291,22 +298,23 @@ def read_inputs(reference_dir, predictions_dir, verify=True) -> Inputs:
             f"predictions missing for set{'s' * (len(missing) > 1)} {', '.join(missing)}: "
             f"no {predictions_dir / (missing[0] + '.parquet')}{ingestion_summary(predictions_dir)}")
     report = read_report(predictions_dir) if verify else None
-    references, predictions, hashes = {}, {}, {}
-    for name in SET_NAMES:  # one file's bytes at a time: hashed, checked, then parsed
-        references[name] = read_reference(reference_dir, name)
+    references, predictions, hashes, labelling = {}, {}, {}, {}
+    for name in SET_NAMES:  # one file's bytes at a time: hashed, checked, then parsed (each read once)
+        ref_file = reference_dir / f"{name}.parquet"
+        ref_data = ref_file.read_bytes() if ref_file.is_file() else None
+        references[name] = read_reference(reference_dir, name, ref_data, labelling)
         data = (predictions_dir / f"{name}.parquet").read_bytes()
         if report is not None:
             check_file(predictions_dir, report, f"{name}.parquet", data)
         predictions[name] = _read_parquet(io.BytesIO(data), name, "predictions", predictions_dir / f"{name}.parquet")
-        hashes[name] = {"reference": sha256_file(reference_dir / f"{name}.parquet"),
-                        "predictions": sha256_bytes(data)}
-        del data
+        hashes[name] = {"reference": sha256_bytes(ref_data), "predictions": sha256_bytes(data)}
+        del data, ref_data
     provenance = provenance_of(report)
     frames, warnings = frames_from(references, predictions, where=str(predictions_dir))
     if not provenance["verified"]:
         warnings.insert(0, f"predictions of {predictions_dir} not verified (score --unverified): "
                            "no check that the ingestion wrote them")
-    return Inputs(frames, warnings, hashes, provenance)
+    return Inputs(frames, warnings, hashes, provenance, labelling)
 
 
 def frames_from(references, predictions, where="predictions"):

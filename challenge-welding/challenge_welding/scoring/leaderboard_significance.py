@@ -19,16 +19,6 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring import draws as draws_io
 from challenge_welding.scoring.significance import ALPHA, LEVEL, Comparison, compare
 
-# how the page words "row beats column" for each metric
-VERBS = {
-    "score": "scores higher than",
-    "perf": "performs better than",
-    "uncertainty": "handles uncertainty better than",
-    "robustness": "is more robust than",
-    "ood": "detects out-of-distribution samples better than",
-    "generalization": "generalises better than",
-    "drift": "copes with drift better than",
-}
 POINT_TOL = 1e-6  # scores.json keeps 10 significant digits; the draws file keeps the same values
 
 
@@ -121,31 +111,6 @@ def pairwise_frame(metrics: dict):
                     records.append({"metric": key, "a": a, "b": b, "p_a_beats_b": r.p[i, j],
                                     "p_value": r.pvalue[i, j], "distinguishable": bool(r.differ[i, j])})
     return pd.DataFrame(records, columns=["metric", "a", "b", "p_a_beats_b", "p_value", "distinguishable"])
-
-
-def page_matrices(metrics: dict, colour) -> list:
-    """Template data per metric: names, letters, rank intervals and coloured cells with their sentence."""
-    out = []
-    for key, m in metrics.items():
-        r = m.result
-        rows = []
-        for i, a in enumerate(m.names):
-            cells = []
-            for j, b in enumerate(m.names):
-                if i == j:
-                    cells.append({"text": "", "colour": "hsl(0, 0%, 85%)", "title": a, "tie": False})
-                    continue
-                p = r.p[i, j]
-                tie = not r.differ[i, j]
-                verdict = ("not distinguishable" if tie else "distinguishable") + \
-                    f" at the {100 * r.alpha:g} % family-wise level (Holm)"
-                cells.append({"text": f"{p:.2f}", "colour": colour(p, 0.0, 1.0), "tie": tie,
-                              "title": f"{a} {VERBS[key]} {b} with P = {p:.2f}; {verdict}"})
-            rows.append({"name": a, "value": m.point[i], "letters": r.letters[i],
-                         "interval": f"{r.rank_interval[i, 0]}-{r.rank_interval[i, 1]}", "cells": cells})
-        out.append({"key": key, "verb": VERBS[key], "names": m.names, "rows": rows, "alpha": r.alpha,
-                    "level": r.level})
-    return out
 
 
 def pairwise_path(csv_path) -> Path:

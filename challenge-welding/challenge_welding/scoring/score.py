@@ -187,7 +187,7 @@ def write_output(path, text: str):
 
 
 def details_json(details: dict) -> str:
-    return json_text(plain(details), sort_keys=False, default=_json_default)  # strict: NaN -> null
+    return json_text(plain(details), sort_keys=False)  # strict: NaN -> null
 
 
 @dataclass
@@ -221,7 +221,8 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
     details["provenance"] = inputs.provenance
     details["sandbox"] = sandbox
     # issue 20: reported beyond the score, never part of it (scoring.analyses)
-    details["analyses"] = run_analyses(reference_dir, predictions_dir, inputs.frames, config, details, baseline)
+    details["analyses"] = run_analyses(reference_dir, predictions_dir, inputs.frames, config, details, baseline,
+                                       labelling=inputs.labelling)
     return Scored(scores, details, inputs.frames, config, values,
                   {n: h["reference"] for n, h in inputs.hashes.items()})
 
@@ -237,13 +238,3 @@ def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, v
     write_output(out / "scores.json", json_text(scored.scores))
     write_output(out / "details.json", details_json(scored.details))
     return scored.scores
-
-
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -41,7 +41,7 @@ import pandas as pd
 from challenge_welding.contract.names import PRED_COLUMNS, SET_NAMES, STATES, VIRTUAL_KINDS
 from challenge_welding.contract.checked import json_text
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.contract.files import atomic_path
+from challenge_welding.contract.files import atomic_path, write_atomic
 from challenge_welding.scoring.inputs import read_reference
 from challenge_welding.scoring.provenance import REPORT_FILE, manifest_of
 
@@ -184,5 +184,5 @@ def make_virtual(reference_dir, kind, output_dir, seed=0) -> Path:
             "counts": {name: len(f) for name, f in predictions.items()},
             "timings": {}, "warnings": [], "errors": [],
             "note": "virtual reference solution built from the labels; compute_time set to 0"}
-    (out / REPORT_FILE).write_text(json_text(info, sort_keys=True))
+    write_atomic(out / REPORT_FILE, json_text(info, sort_keys=True))  # the one writer: complete or absent
     return out

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from challenge_welding.commands import cli
+from challenge_welding.contract.explanation_maps import read_explainability
 from challenge_welding.ingestion.run.ingest import ingest
-from challenge_welding.scoring.explainability_io import read_explainability
 
 from ingestion_helpers import CONFIG, GOOD, SAMPLES, failed_with_one_line, make_reference, make_submission
 

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from challenge_welding.contract import explanation_maps as xio
 from challenge_welding.ingestion.handover import child, wire
-from challenge_welding.scoring import explainability_io as xio
 
 
 def test_map_scale_and_reduction_are_the_same_on_both_sides():

@@ -202,7 +202,7 @@ def test_lenient_outputs_are_normalised_with_warnings(tmp_path, input_data, env_
     assert "ood_real: labels normalised" in text and "renormalised" in text and "clipped" in text
     assert "ood_real: output keys ignored: 2 sample(s), e.g. attention" in text
     # the maps are kept (issue 20): 48x27 images -> 12x6 uint8 maps
-    from challenge_welding.scoring.explainability_io import read_explainability
+    from challenge_welding.contract.explanation_maps import read_explainability
 
     maps = read_explainability(out, "ood_real")
     assert sorted(maps) == ["ood000", "ood001"] and {m.shape for m in maps.values()} == {(6, 12)}

@@ -5,7 +5,7 @@ the parent's checks of every frame (wire), the per-batch memory files that carry
 the child without a copy (buffers), the parent's handle on the child that starts it, hands
 each batch over and times it (process), and the clock those times are read from (clock).
 
-May import: contract, scoring (the explanation maps' reduced shape); ingestion.confine.
+May import: contract (the explanation maps' reduced shape); ingestion.confine.
 child.py imports nothing of ours at all: it runs as a script in the
 submission's environment, where our package is not installed.
 

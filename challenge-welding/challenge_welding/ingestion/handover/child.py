@@ -65,7 +65,7 @@ DEFAULT_MODULE = "challenge_solution.AIComponent"
 CLASS_NAME = "MyAIComponent"
 # The keys the evaluation reads; others are named in "ignored" and dropped here.
 OUTPUT_KEYS = ("predictions", "probabilities", "OOD_scores", "explainability")
-# A copy of scoring.explainability_io.MAP_SCALE (this file cannot import our package;
+# A copy of contract.explanation_maps.MAP_SCALE (this file cannot import our package;
 # tests/ingestion/handover/test_wire.py keeps them equal).
 MAP_SCALE = 4
 
@@ -191,7 +191,7 @@ def numbers(value, n: int, width):
 
 
 def reduce_map(m):
-    """Copy of scoring.explainability_io.reduce_map (see there): 4x4 area mean as uint8."""
+    """Copy of contract.explanation_maps.reduce_map (see there): 4x4 area mean as uint8."""
     import numpy as np
 
     h, w = m.shape

@@ -31,8 +31,8 @@ from typing import Callable
 import numpy as np
 
 from challenge_welding.contract.checked import nesting
+from challenge_welding.contract.explanation_maps import reduced_shape
 from challenge_welding.ingestion.handover import child
-from challenge_welding.scoring.explainability_io import reduced_shape
 
 
 CHUNK = 64 << 10  # the most one read brings beyond what was asked for

@@ -5,7 +5,7 @@ Owns ``ingest()`` (the orchestration, the run report, ingestion.json), one set's
 returned, the writer of the output folder, and check-submission, which runs the same
 ``ingest`` on a few synthetic images before a participant uploads.
 
-May import: contract, scoring, data; ingestion.confine, ingestion.install, ingestion.handover.
+May import: contract, data; ingestion.confine, ingestion.install, ingestion.handover.
 
 Modules, in pipeline order:
   ingest    ingest(): the orchestration, the run report, ingestion.json

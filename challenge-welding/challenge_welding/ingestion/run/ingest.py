@@ -59,8 +59,7 @@ from challenge_welding.ingestion.handover.buffers import BufferPool, layout
 from challenge_welding.ingestion.run.write import (STAGE_PREFIX, clean_output, keep_elsewhere,
                                                manifest, publish, remove_entry, report_bytes,
                                                set_files, snapshot)
-from challenge_welding.scoring.config import load_config
-from challenge_welding.scoring.explainability_io import file_name as maps_file_name
+from challenge_welding.contract.explanation_maps import file_name as maps_file_name
 
 # The starter kit's perform_grouped_inference() defaults to batch_size=10.
 DEFAULTS = dict(
@@ -691,7 +690,7 @@ class Ingestion:
             raise self.pool_error
         pool, stock_bytes = self.pool, self.stock_bytes
         pace = dict(batch_size=int(opt["batch_size"]), workers=workers,
-                    warmup=bool(opt["warmup"]), percentile=load_config(None)["time"],
+                    warmup=bool(opt["warmup"]),
                     stock_bytes=stock_bytes, timeout=self._timeout)
         try:
             for k, (name, (df, paths)) in enumerate(sets.items()):

@@ -40,12 +40,12 @@ from typing import Callable
 
 import numpy as np
 
-from challenge_welding.ingestion.run.decode import DecodeStats, Prefetcher
-from challenge_welding.ingestion.handover.process import Child, ChildFault
+from challenge_welding.contract.explanation_maps import MapsWriter
+from challenge_welding.contract.names import TIME_PERCENTILE
 from challenge_welding.ingestion.handover.buffers import STEP, BatchBuffer, BufferPool, layout
+from challenge_welding.ingestion.handover.process import Child, ChildFault
+from challenge_welding.ingestion.run.decode import DecodeStats, Prefetcher
 from challenge_welding.ingestion.run.validate import Notes, OutputError, validate_output
-from challenge_welding.scoring.explainability_io import MapsWriter
-from challenge_welding.scoring.metrics import time_percentile
 
 # The sets whose compute_time the score uses (time_p95 comes from performance).
 TIMED_SETS = ("performance",)
@@ -163,13 +163,13 @@ def first_call_timings(child: Child, pool: BufferPool, msg: dict, what: str, war
 def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str],
                 paths: list[str], meta: list[dict], *, batch_size: int, workers: int,
                 exclusive: bool, first: bool, warmup: bool, stock_bytes: int = 0,
-                timeout: Callable[[], tuple[float | None, str]], percentile: dict,
+                timeout: Callable[[], tuple[float | None, str]],
                 progress: Callable[[int], None] = lambda n: None) -> SetAnswers:
     """Run ``child`` over one set. Raises ChildFault on the first failure.
 
     ``timeout()`` gives the seconds left for the next call and the name of that limit;
     ``stock_bytes``: when ``exclusive``, the memory the decoded stock may take (0: one
-    batch at a time); ``percentile`` is the scoring config's ``time`` section (q and method of the p95);
+    batch at a time); ``time_p95`` is the TIME_PERCENTILE-th percentile, numpy's linear (the default score's);
     ``progress(k)`` is called after each batch of k images. When ``first`` (the run's
     first set), the first call is preceded by :func:`first_call_timings`.
     """
@@ -215,7 +215,6 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
     finally:
         prefetch.close()
     wall = time.perf_counter() - t_start
-    q, method = percentile["percentile"], percentile["method"]
     timings.update({
         "n": n, "wall_s": wall, "exclusive": exclusive,
         "predict_s": float(times.sum()),
@@ -223,7 +222,7 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
         "decode_s": stats.seconds, "decode_wait_s": prefetch.wait_s,
         "images_per_s": n / wall if wall > 0 else float("inf"),
         "time_median": float(np.median(times)) if n else 0.0,
-        "time_p95": time_percentile(times, q, method)})
+        "time_p95": float(np.percentile(times, TIME_PERCENTILE)) if n else 0.0})
     return SetAnswers(name, list(sample_ids), states,
                       np.concatenate(probs) if probs else np.zeros((0, 3)),
                       np.concatenate(ood) if ood else np.zeros(0), times, notes, timings,

@@ -35,8 +35,8 @@ import pandas as pd
 
 from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.names import PRED_COLUMNS
+from challenge_welding.contract.explanation_maps import file_name as maps_file_name
 from challenge_welding.ingestion.run.predict import SetAnswers
-from challenge_welding.scoring.explainability_io import file_name as maps_file_name
 from challenge_welding.contract.files import (OwnedFolder, remove_entry,
                                               sha256_bytes, write_atomic, writing)
 

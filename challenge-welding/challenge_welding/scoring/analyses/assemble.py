@@ -14,14 +14,13 @@ import math
 
 import numpy as np
 
-from challenge_welding.contract.names import PERTURBATIONS
+from challenge_welding.contract.names import OOD_SETS, PERTURBATIONS
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
 from challenge_welding.scoring.disclosure import hide_small, sequence_bins
-from challenge_welding.scoring.explainability_io import MAP_SCALE
+from challenge_welding.contract.explanation_maps import MAP_SCALE
 from . import annotators, breaking_points, cost_coverage, drift_delay, localisation, ood_detail
 
-OOD_SETS = ("ood_real", "ood_synthetic", "drift")
 SIGNED = ("rotation", "luminance")
 
 

@@ -8,8 +8,12 @@ from .assemble import compute_analyses
 from .card import card_rows
 
 
-def run_analyses(reference_dir, predictions_dir, frames, config, details, baseline_dir=None) -> dict:
-    """details["analyses"] (and its metric-card rows); a failure becomes a warning (the score is never touched)."""
+def run_analyses(reference_dir, predictions_dir, frames, config, details, baseline_dir=None, labelling=None) -> dict:
+    """details["analyses"] (and its metric-card rows); a failure becomes a warning (the score is never touched).
+
+    ``labelling``: {set: {sample_id: labelling_type}} as the scoring read it with the reference
+    (scoring.inputs: the reference files are not read a second time).
+    """
     details.get("metric_card", {}).get("metrics", []).extend(card_rows(config))
     try:
         ko_ids = {n: frames[n].loc[frames[n]["class"].astype(str) == "KO", "sample_id"].astype(str)
@@ -21,7 +25,7 @@ def run_analyses(reference_dir, predictions_dir, frames, config, details, baseli
                  for n in SET_NAMES}
         baseline = sources.read_baseline(baseline_dir) if baseline_dir is not None else None
         return compute_analyses(frames, config, maps=maps, masks=masks,
-                                labelling=sources.read_labelling(reference_dir), baseline=baseline,
+                                labelling=labelling, baseline=baseline,
                                 robustness=details.get("robustness"))
     except Exception as exc:  # the analyses never change the score: report the failure
         details["warnings"].append(f"analyses failed: {type(exc).__name__}: {exc}")

@@ -1,4 +1,4 @@
-"""The optional inputs of the analyses, read from disk: defect masks, explanation maps, labelling types.
+"""The optional inputs of the analyses, read from disk: defect masks, explanation maps, a baseline run.
 
 Every reader returns None (not an error) when its input is absent: the analyses then say
 "no masks", "no maps" or "not available". A present but unreadable file is one
@@ -10,14 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import cv2
-import pandas as pd
-import pyarrow.parquet as pq
 
 from challenge_welding.contract.checked import curves, field, read_json
-from challenge_welding.contract.names import SET_NAMES
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses import localisation
-from challenge_welding.scoring.explainability_io import MAP_SCALE, read_explainability
+from challenge_welding.contract.explanation_maps import MAP_SCALE, read_explainability
 
 MASKS = "masks"          # DATA/reference_data/masks/<set>/<sample_id>.png (uint8 0/255, KO samples only)
 
@@ -57,22 +54,6 @@ def read_maps(predictions_dir, set_name, sample_ids=None):
         return read_explainability(predictions_dir, set_name, sample_ids)
     except ValueError as exc:
         raise ChallengeError(str(exc)) from None
-
-
-def read_labelling(reference_dir):
-    """{set: {sample_id: labelling_type}} for the reference sets that carry ``labelling_type``; {} if none."""
-    out = {}
-    for name in SET_NAMES:
-        path = Path(reference_dir) / f"{name}.parquet"
-        if not path.is_file():
-            continue
-        try:
-            if "labelling_type" in pq.read_schema(path).names:
-                f = pd.read_parquet(path, columns=["sample_id", "labelling_type"])
-                out[name] = dict(zip(f["sample_id"].astype(str), f["labelling_type"].astype(str)))
-        except Exception as exc:  # pyarrow raises several types
-            raise ChallengeError(f"{path}: cannot read labelling_type ({type(exc).__name__}: {exc})") from None
-    return out
 
 
 def read_baseline(folder):

@@ -14,8 +14,8 @@ no file. The child runs in the submission's environment and cannot import this
 package: ``child.py`` carries a copy of MAP_SCALE and of the reduction, kept equal
 by tests/ingestion/handover/test_wire.py.
 
-Scoring may not import the ingestion, so this module (the format's one
-definition) lives here and the ingestion imports it.
+The format's one definition: the ingestion writes it and the scoring reads it, so it
+lives in the contract, the layer both import (neither imports the other for a format).
 """
 
 from __future__ import annotations
