@@ -380,7 +380,9 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
               "stderr": done.stderr[-3000:],
               "poisoned": sorted(p.name for p in (cache / "uv").glob("poison-*"))
               + sorted(p.name for p in (cache / "challenge-welding" / "envs").glob("poison-*")),
-              "left_by_sandbox_user": left_behind(world)}
+              "left_by_sandbox_user": left_behind(world),
+              "acl_left": [str(p) for p in (world / "input_data", world / "reference_data", out)
+                           if "system.posix_acl_access" in os.listxattr(p)]}
     record(tag, abi, namespaces, user, result)
     return result
 
@@ -474,13 +476,48 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
     # ours: only a mount namespace (no Landlock ABI governs connect(2) on a path)
     mount = namespaces in (True, "mount") and layers.probe()["mount"]
     assert r["got"]["tcp"] == 0 and r["got"]["udp"] == 0, r["got"]
-    assert r["got"]["unix"] == 0 if mount else r["got"]["unix"] == 1, r["got"]
+    # the socket open to all (0777): reached at install (setup.py) and run where no mount ns
+    assert (r["got"]["unix"] == 0) is mount, r["got"]
     assert a["tcp"].startswith("refused") and a["unix"].startswith("refused") is mount
     held = r["report"]["sandbox"]["layers"]
     assert held["capabilities"].startswith("none") and held["landlock_abi"] == int(abi or KERNEL_ABI)
-    own_user = user is None and namespaces and layers.sandbox_user(True)[0] is not None
+    may_switch = user is None and layers.sandbox_user(True)[0] is not None
+    # a user of its own at install and run: with a mount namespace, or without one where the
+    # kernel's permission checks give it the interpreter and nothing of ours (-sys: the
+    # system's Python; pyenv's, under /root (0700), is out of its reach: the evaluator's user)
+    own_user = may_switch and (bool(namespaces) or tag.endswith("-sys"))
+    inst = a["install"]
+    assert inst is not None, "setup.py's attacks did not run"
+    for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert inst["caps"][key] == ZERO, inst["caps"]
+    for name in ("sethostname", "adjtimex", "reboot", "mknod"):
+        assert inst[name] == "refused EPERM", (name, inst[name])
+    uid = layers.DEFAULT_SANDBOX_UID if own_user else (0 if user is None else user)
+    for seen in (a, inst):  # the user of import/load_model/predict, and of setup.py
+        assert seen["ids"] == [uid, uid, []], (seen["ids"], held["user"])
+        assert seen["read_reference"].startswith("refused"), seen["read_reference"]
+        assert seen["write_output"].startswith("refused"), seen["write_output"]
+        # the caches later runs trust (uv's wheels, the environments): never written
+        assert seen["write_uv_cache"].startswith("refused"), seen["write_uv_cache"]
+        assert seen["write_env_cache"].startswith("refused"), seen["write_env_cache"]
+        # root's 0600 socket in /tmp: hidden (mount ns) or refused (another user), else reached
+        assert seen["unix_root"].startswith("refused") is (mount or uid != 0), seen["unix_root"]
+    assert (r["got"]["unix_root"] == 0) is (mount or uid != 0), r["got"]
+    assert r["poisoned"] == [] and r["left_by_sandbox_user"] == []
+    assert r["acl_left"] == []  # the entries made for the run are taken back
     if own_user:  # a user of its own: the kernel's same-user checks refuse by themselves
         assert held["user"].startswith(f"uid {layers.DEFAULT_SANDBOX_UID}"), held["user"]
+        assert "install and run" in held["user"]
+        assert r["report"]["sandbox"]["install"]["user"].startswith("uid 64290")
+    elif may_switch:
+        assert held["user"].startswith("same user") and "out of reach of uid" in held["user"]
+    if own_user and not namespaces:  # no namespace: the kernel's permission checks alone
+        assert held["files_confined"] and not r["report"]["sandbox"]["unsafe_unconfined"]
+        for seen in (a, inst):
+            for name in ("kill0_ingestion", "sched_setaffinity", "setpriority", "setown"):
+                assert seen[name] == "refused EPERM", (name, seen[name])
+            for name in ("environ_ingestion", "read_reference", "write_output", "unix_root"):
+                assert seen[name] == "refused EACCES", (name, seen[name])
     if own_user and namespaces == "mount":  # the pid namespace off: our pids are names there
         assert a["processes"]["sees_test"] is True
         for name in ("kill0_ingestion", "sched_setaffinity", "setpriority"):
