@@ -776,11 +776,11 @@ def _install_jail(sandbox, workdir: Path, write, read, python: str):
     """The confinement of participant code at install (the build backend, setup.py): write
     ``write`` and a temp folder of its own; read ``read`` (None entries skipped), the system
     and the base interpreter's prefix; no network; :func:`participant_env` alone."""
-    # its own, fresh for each step (the evaluator's uv has install-tmp): nothing a step of
-    # participant code leaves there is used by us or by the next step
-    tmp = workdir / "sandbox-tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    # its own, new for each step (the evaluator's uv has install-tmp): nothing a step of
+    # participant code leaves there is used by us or by the next step (removed with workdir)
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="sandbox-tmp-", dir=workdir))
     reads = [str(p) for p in read if p]
     # the base interpreter's own prefix (pyenv, conda: outside /usr)
     reads.append(str(Path(os.path.realpath(python)).parent.parent))
