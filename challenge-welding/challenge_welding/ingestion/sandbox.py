@@ -4,7 +4,9 @@ Codabench runs the ingestion as root with 14 capabilities dropped and no-new-pri
 without user or mount namespaces: no other uid, no chroot. Where the kernel lends more
 (root elsewhere, or unprivileged user namespaces), layers.py first puts the process in
 namespaces of its own (mount, pid, network, IPC), as a user of its own where root may
-change user, and empties every capability set in every case. Then what an unprivileged
+change user (install and run; without a mount namespace only where that user's permissions
+keep it off our folders: :meth:`Sandbox.choose_user`), and empties every capability set in
+every case. Then what an unprivileged
 process can still do to its children, and what this module applies between fork and exec
 (a ``preexec_fn``: both survive exec and are inherited by every descendant, and neither
 can be lifted afterwards):
