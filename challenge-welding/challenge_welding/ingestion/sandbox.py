@@ -464,7 +464,7 @@ class Confinement:
             return
         self.owned = [str(f) for f in write if f and os.path.isdir(f)]
         for folder in self.owned:
-            _walk(folder, lambda p, _d: os.chown(p, *self.user, follow_symlinks=False))
+            _walk(folder, self._give)
         work = {os.path.dirname(os.path.realpath(f)) for f in self.owned}
         for folder in work:
             st = os.stat(folder)
@@ -474,6 +474,15 @@ class Confinement:
             if path and any(layers._under(os.path.realpath(path), w) for w in work):
                 _walk(path, _readable)
 
+    def _give(self, path: str, is_dir: bool) -> None:
+        """Folders, and files with one link only: a file with more is shared with another
+        path, and uv installs an environment's files as hard links of its cache, which every
+        later run trusts (given to it, a source build appended to the cache's numpy through
+        the environment). Those stay ours, read-only to it: it may replace them in its
+        folders (a new file), never write them."""
+        if is_dir or os.stat(path, follow_symlinks=False).st_nlink == 1:
+            os.chown(path, *self.user, follow_symlinks=False)
+
     def reclaim(self) -> None:
         """After the step (every process of it dead): what :meth:`hand_over` gave is ours
         again, set-id bits cleared, readable (a later step, the child, reads it), so that no
@@ -482,6 +491,8 @@ class Confinement:
         for folder in self.owned:
             for path in _tree(folder):
                 try:
+                    if os.stat(path, follow_symlinks=False).st_uid != self.user[0]:
+                        continue  # another's (a link to a file it could write): not touched
                     os.chown(path, *me, follow_symlinks=False)
                     if not os.path.islink(path):
                         _readable(path, os.path.isdir(path), clear=0o6000)
