@@ -107,7 +107,7 @@ def table(results: Path, code: str) -> str:
                 row.append(cell(name, other) if other else "(not run)")
             else:
                 row.append(cell(name, d, install))
-        if any(c != "-" for c in row[1:]):  # a row no run of this code measured: left out
+        if any(c not in ("-", "(not run)") for c in row[1:]):  # no run of this code measured it
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
