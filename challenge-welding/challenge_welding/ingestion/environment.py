@@ -586,8 +586,12 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
                 # pip comes with the wheels below, into this environment alone (--prefix)
                 _run([python, "-m", "venv", "--without-pip", str(env_dir)], install_log, timeout,
                      "creating the virtual environment")
+            # --allow-source-builds: participant code then writes into this environment, so
+            # its files are copies, not hard links of uv's cache (which every run trusts):
+            # where the user cannot change (uid 0, a Codabench worker) they are its to write
+            link = ["--link-mode", "copy"] if uv and allow_source_builds else []
             sdists = _fetch_requirements(
-                lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim)
+                lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim) + link
                                    + [*override, *index, *offline, "-r", str(req_file),
                                       *build_requirements(root), *extra, *shim_args],
                                    install_log, timeout, "installing requirements.txt", say=log,
@@ -628,7 +632,7 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
             if declared:  # written by setup.py: held to the same rules
                 (workdir / "declared.txt").write_text(safe_requirements(
                     "\n".join(declared), root, "the package's Requires-Dist (setup.py)"))
-                _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
+                _run(_fetch_cmd(uv, python, env_dir, shim) + link + [*override, *index, *offline, "-r",
                                                               str(workdir / "declared.txt")],
                      install_log, timeout, "installing the dependencies setup.py declares",
                      say=log, python=pyname)
