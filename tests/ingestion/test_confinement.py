@@ -36,6 +36,17 @@ Unix socket file       connected at ABI 0, 3, 5, 7           ENOENT (mount ns); 
 other processes        every process of the machine seen     its init and itself (pid ns)
 =====================  ====================================  ================================
 
+The same attacks run in setup.py at install (``install`` in the results). Against the code
+before the user of its own at install (317e1dc; ``CW_CONFINE_LABEL=before-user``), root:
+setup.py ran as uid 0 everywhere; without namespaces (the system's Python, ``-sys``) the
+child was uid 0 too, and a root-owned 0600 socket in /tmp was connected at ABI 0, 3 and 7, at
+install and at run; at ABI 0 (``--unsafe-unconfined``) setup.py and the component read
+reference_data, wrote the output folder, uv's cache and the environments' cache. Now setup.py
+and the child are uid 64290 wherever root may change user and the interpreter is within that
+uid's reach (with a mount namespace always): root's socket EACCES, both caches refused at
+every ABI, and at ABI 0 without namespaces the files confined by the kernel's permission
+checks (an ACL entry denies the uid input, reference and output for the run).
+
 (Exact results, per configuration: the JSON files and docs/integrity.md's generated table.)
 Where no namespace is lent (``CHALLENGE_WELDING_NAMESPACES=0``) the capabilities stay 0,
 Landlock and seccomp hold what they hold, and at ABI 0 ``ingest`` refuses to start unless
