@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from challenge_welding.ingestion import environment as envmod
-from challenge_welding.ingestion import sandbox
+from challenge_welding.ingestion import layers, sandbox
 from challenge_welding.ingestion.run import ingest
 
 from ingestion_helpers import GOOD, SETUP_PY, make_submission
@@ -119,6 +119,9 @@ def test_caller_secret_and_network_reach_no_participant_code(tmp_path, input_dat
                     batch_size=4, keep_workdir=True, progress=False, verbose=False)
     texts = _texts(out, report.get("workdir"))
     assert report["status"] == "ok", report["errors"]
+    # the kept work folder holds no file of the sandbox's user (install and run ran as it)
+    assert not [p for p in Path(report["workdir"]).rglob("*")
+                if p.lstat().st_uid == layers.DEFAULT_SANDBOX_UID]
     # every stage ran and said what it saw: nothing
     for stage in ("setup.py", "import", "load_model", "predict"):
         assert f"SPY {stage} saw '-'" in texts, stage

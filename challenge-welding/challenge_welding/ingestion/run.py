@@ -429,6 +429,7 @@ class Ingestion:
         finally:
             signals.disarm()
             if opt["keep_workdir"]:
+                self.box.disown(workdir)  # no file of the sandbox's user outlives the run
                 owned.keep()
             else:
                 owned.remove()

@@ -44,6 +44,7 @@ caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -588,6 +589,16 @@ class Sandbox:
         if self.denied:
             self.user_line = self.user_line[:-1] + "; denied by an ACL entry for the run: " \
                 + ", ".join(os.path.basename(p) for p, _ in self.denied) + ")"
+
+    def disown(self, folder) -> None:
+        """Every file of the sandbox's user under ``folder`` ours again (a work folder kept
+        with --keep-workdir: its scratch; removed folders need nothing)."""
+        if self.user is None:
+            return
+        for path in _tree(folder):
+            with contextlib.suppress(OSError):
+                if os.stat(path, follow_symlinks=False).st_uid == self.user[0]:
+                    os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
 
     def release(self) -> None:
         """The ACL entries :meth:`choose_user` made, taken back (at the end of the run)."""
