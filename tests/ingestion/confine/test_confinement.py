@@ -36,6 +36,17 @@ Unix socket file       connected at ABI 0, 3, 5, 7           ENOENT (mount ns); 
 other processes        every process of the machine seen     its init and itself (pid ns)
 =====================  ====================================  ================================
 
+The same attacks run in setup.py at install (``install`` in the results). Against the code
+before the user of its own at install (317e1dc; ``CW_CONFINE_LABEL=before-user``), root:
+setup.py ran as uid 0 everywhere; without namespaces (the system's Python, ``-sys``) the
+child was uid 0 too, and a root-owned 0600 socket in /tmp was connected at ABI 0, 3 and 7, at
+install and at run; at ABI 0 (``--unsafe-unconfined``) setup.py and the component read
+reference_data, wrote the output folder, uv's cache and the environments' cache. Now setup.py
+and the child are uid 64290 wherever root may change user and the interpreter is within that
+uid's reach (with a mount namespace always): root's socket EACCES, both caches refused at
+every ABI, and at ABI 0 without namespaces the files confined by the kernel's permission
+checks (an ACL entry denies the uid input, reference and output for the run).
+
 (Exact results, per configuration: the JSON files and docs/integrity.md's generated table.)
 Where no namespace is lent (``CHALLENGE_WELDING_NAMESPACES=0``) the capabilities stay 0,
 Landlock and seccomp hold what they hold, and at ABI 0 ``ingest`` refuses to start unless
@@ -56,12 +67,13 @@ import pytest
 
 from challenge_welding.ingestion.confine import layers, sandbox
 
-from ingestion_helpers import GOOD, make_reference, make_submission, make_input_data
+from ingestion_helpers import GOOD, SETUP_PY, make_reference, make_submission, make_input_data
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 REPO = Path(__file__).resolve().parents[3]
 CODE = Path(os.environ.get("CW_CONFINE_CODE") or REPO / "challenge-welding")
 BASELINE = bool(os.environ.get("CW_CONFINE_CODE"))  # another tree's code: record, no assertion
+LABEL = os.environ.get("CW_CONFINE_LABEL", "main")  # that tree's name in the results
 RESULTS = Path(os.environ.get("CW_CONFINE_RESULTS")
                or Path(__file__).parent / "confinement_results")
 KERNEL_ABI = sandbox.kernel_abi()
@@ -171,6 +183,20 @@ def write_output():
         fh.write("planted")
 
 
+def unix_root():  # a root-owned 0600 socket file in /tmp (as Docker's, Podman's are)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2)
+        s.connect(T["unix_root"])
+        return "connected"
+
+
+def plant(folder):  # a file in a cache later runs trust (uv's wheels, the environments)
+    def go():
+        with open(os.path.join(folder, f"poison-{os.getpid()}"), "w") as fh:
+            fh.write("poison")
+    return go
+
+
 def processes():
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     return {"count": len(pids), "sees_test": T["test_pid"] in pids}
@@ -182,6 +208,7 @@ def setown_probe():  # SIGURG (ignored by default): does fcntl let it aim at our
     return "set"
 
 
+res("ids", lambda: [os.getuid(), os.getgid(), os.getgroups()])
 res("caps", caps)
 res("sethostname", lambda: socket.sethostname(socket.gethostname()))
 res("adjtimex", adjtimex_same_tick)
@@ -196,6 +223,9 @@ res("setpriority", nice)
 res("tcp", tcp)
 res("udp", udp)
 res("unix", unix)
+res("unix_root", unix_root)
+res("write_uv_cache", plant(T["uv_cache"]))
+res("write_env_cache", plant(T["env_cache"]))
 res("processes", processes)
 res("setown", setown_probe)
 if T.get("lethal"):  # F_SETOWN + F_SETSIG(SIGKILL) + O_ASYNC: a write signals the owner
@@ -206,12 +236,22 @@ if T.get("lethal"):  # F_SETOWN + F_SETSIG(SIGKILL) + O_ASYNC: a write signals t
         fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
         os.write(w, b"x")
     res("setown_sigkill", lethal)
-print("ATTACKS " + json.dumps(R), flush=True)
+if __name__ == "install":  # run by setup.py: kept beside the package, installed with it
+    (Path(__file__).parent / "install_attacks.json").write_text(json.dumps(R))
+else:
+    inst = Path(__file__).parent / "install_attacks.json"
+    R["install"] = json.loads(inst.read_text()) if inst.exists() else None
+    print("ATTACKS " + json.dumps(R), flush=True)
 '''
+# setup.py runs the same attacks at install (the offline build, in the sandbox)
+SETUP_ATTACKS = ('import runpy\n'
+                 'runpy.run_path("challenge_solution/attacks.py", run_name="install")\n'
+                 + SETUP_PY)
 
 
 def component() -> str:
-    return ATTACKS + GOOD.replace("        self.loaded = True", "        self.loaded = True  # attacks ran at import")
+    return "from challenge_solution import attacks  # noqa: F401 (the attacks run at import)\n" \
+        + GOOD.replace("        self.loaded = True", "        self.loaded = True  # attacks ran at import")
 
 
 class Listeners:
@@ -228,9 +268,17 @@ class Listeners:
         self.unix.bind(self.path)
         os.chmod(self.path, 0o777)  # reachable by any user: only a layer may keep it out
         self.unix.listen()
-        self.got = {"tcp": 0, "udp": 0, "unix": 0}
+        # root's own: 0600 in a folder of /tmp anyone may traverse (a Docker/Podman socket)
+        self.root_dir = tempfile.mkdtemp(prefix="cw-confine-sock-")
+        os.chmod(self.root_dir, 0o755)
+        self.root_path = os.path.join(self.root_dir, "root.sock")
+        self.unix_root = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix_root.bind(self.root_path)
+        os.chmod(self.root_path, 0o600)
+        self.unix_root.listen()
+        self.got = {"tcp": 0, "udp": 0, "unix": 0, "unix_root": 0}
         self.stop = threading.Event()
-        for name, sock in (("tcp", self.tcp), ("unix", self.unix)):
+        for name, sock in (("tcp", self.tcp), ("unix", self.unix), ("unix_root", self.unix_root)):
             sock.settimeout(0.2)
             threading.Thread(target=self._accept, args=(name, sock), daemon=True).start()
         threading.Thread(target=self._recv, daemon=True).start()
@@ -254,12 +302,13 @@ class Listeners:
 
     def ports(self) -> dict:
         return {"tcp": self.tcp.getsockname()[1], "udp": self.udp.getsockname()[1],
-                "unix": self.path}
+                "unix": self.path, "unix_root": self.root_path}
 
     def close(self):
         self.stop.set()
-        for s in (self.tcp, self.udp, self.unix):
+        for s in (self.tcp, self.udp, self.unix, self.unix_root):
             s.close()
+        shutil.rmtree(self.root_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -289,16 +338,25 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
     out.mkdir()
     listeners = Listeners(case)
     ref = next((world / "reference_data").glob("*.parquet"))
+    # the caches later runs trust: uv's (the evaluator's uv downloads there) and the
+    # environments'; made before the run, as the evaluator's user
+    cache = world / f"cache-{user or 0}"
+    for folder in (cache / "uv", cache / "challenge-welding" / "envs"):
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("poison-*"):  # an earlier run's (this one's are counted)
+            old.unlink()
     targets = {**listeners.ports(), "reference": str(ref), "output": str(out),
-               "test_pid": os.getpid(), "lethal": lethal}
-    sub = make_submission(case / "sub", component(),
-                          manifest="include challenge_solution/targets.json\n",
-                          extra={"challenge_solution/targets.json": json.dumps(targets)})
+               "test_pid": os.getpid(), "lethal": lethal, "uv_cache": str(cache / "uv"),
+               "env_cache": str(cache / "challenge-welding" / "envs")}
+    sub = make_submission(case / "sub", component(), setup=SETUP_ATTACKS,
+                          manifest="include challenge_solution/targets.json\n"
+                                   "include challenge_solution/install_attacks.json\n",
+                          extra={"challenge_solution/targets.json": json.dumps(targets),
+                                 "challenge_solution/attacks.py": ATTACKS})
     home = case / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHALLENGE_WELDING_", "PYTEST"))}
-    env.update(HOME=str(home), XDG_CACHE_HOME=str(world / f"cache-{user or 0}"),
-               PYTHONPATH=str(CODE))
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), PYTHONPATH=str(CODE))
     if abi is not None:
         env[sandbox.ABI_MAX_ENV] = abi
     if namespaces is not True:  # False: none; a name: only that one ("mount")
@@ -306,15 +364,14 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
     cmd = [sys.executable, "-m", "challenge_welding", "ingest", "--submission", str(sub),
            "--input-data", str(world / "input_data"), "--output", str(out), "--no-progress",
            "--sets", "performance"] + (["--unsafe-unconfined"] if unsafe else [])
-    if user is not None:
+    if user is not None or tag.endswith("-sys"):
         # this interpreter may live where another user cannot reach it (pyenv under /root):
         # the system's own of the same version, with this environment's packages
         cmd[0] = USER_PYTHON
         env["PYTHONPATH"] = os.pathsep.join([str(CODE), *SITE])
         env["PATH"] = os.pathsep.join([str(Path(sys.prefix) / "bin"), env.get("PATH", "")])
-        cache = world / f"cache-{user}"
-        cache.mkdir(exist_ok=True)
-        for path in (case, home, out, cache):
+    if user is not None:
+        for path in (case, home, out, *(p for p in cache.rglob("*") if p.is_dir()), cache):
             os.chown(path, user, user)
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
                "--inh-caps=-all", *cmd]
@@ -331,7 +388,12 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
         if (out / "ingestion.json").exists() else None
     result = {"exit": done.returncode, "attacks": attacks, "got": dict(listeners.got),
               "planted": (out / "planted.txt").exists(), "report": report,
-              "stderr": done.stderr[-3000:]}
+              "stderr": done.stderr[-3000:],
+              "poisoned": sorted(p.name for p in (cache / "uv").glob("poison-*"))
+              + sorted(p.name for p in (cache / "challenge-welding" / "envs").glob("poison-*")),
+              "left_by_sandbox_user": left_behind(world),
+              "acl_left": [str(p) for p in (world / "input_data", world / "reference_data", out)
+                           if "system.posix_acl_access" in os.listxattr(p)]}
     record(tag, abi, namespaces, user, result)
     return result
 
@@ -339,13 +401,30 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
 def record(tag, abi, namespaces, user, result):
     RESULTS.mkdir(parents=True, exist_ok=True)
     layers_held = (result["report"] or {}).get("sandbox", {}).get("layers")
-    data = {"tag": tag, "code": "main" if BASELINE else "branch", "abi": abi or str(KERNEL_ABI),
+    data = {"tag": tag, "code": LABEL if BASELINE else "branch", "abi": abi or str(KERNEL_ABI),
             "namespaces": namespaces, "user": "root" if user is None else f"uid {user}",
             "exit": result["exit"], "attacks": result["attacks"], "received": result["got"],
             "output_planted": result["planted"], "layers": layers_held,
+            "caches_poisoned": result["poisoned"],
             "stderr_tail": result["stderr"].splitlines()[-3:]}
-    name = ("main-" if BASELINE else "") + tag + ".json"
+    name = (f"{LABEL}-" if BASELINE else "") + tag + ".json"
     (RESULTS / name).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def left_behind(world: Path) -> list[str]:
+    """Files the sandbox's user still owns after the run, in the test's folders (the run's
+    own, the caches); the run's temporary folders are gone (removed by the ingestion)."""
+    out = []
+    for top in (world,):
+        for dirpath, dirs, files in os.walk(top):
+            for name in dirs + files:
+                path = os.path.join(dirpath, name)
+                try:
+                    if os.lstat(path).st_uid == layers.DEFAULT_SANDBOX_UID:
+                        out.append(path)
+                except OSError:
+                    pass
+    return out[:20]
 
 
 ZERO = "0000000000000000"
@@ -356,6 +435,11 @@ CONFIGS = [  # (tag, abi cap, namespaces lent (True: all, False: none, "mount"),
     ("root-abi3-nons", "3", False, None), ("root-abiK-nons", None, False, None),
     ("user-abi0-ns", "0", True, NOBODY), ("user-abiK-ns", None, True, NOBODY),
     ("user-abiK-nons", None, False, NOBODY),
+    # root without namespaces, the system's Python (another user can reach it): a user of its
+    # own where the kernel's permission checks alone keep our folders (ABI 0: --unsafe-unconfined
+    # given, the run must say the files are confined all the same)
+    ("root-abi0-nons-sys", "0", False, None), ("root-abi3-nons-sys", "3", False, None),
+    ("root-abiK-nons-sys", None, False, None),
 ]
 
 
@@ -381,7 +465,7 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
         pytest.skip("cannot run as another user here (needs root and setpriv)")
     if user is None and os.geteuid() != 0:
         pytest.skip("the root configurations need root")
-    r = run_ingest(world, tag, abi, namespaces, user)
+    r = run_ingest(world, tag, abi, namespaces, user, unsafe=tag == "root-abi0-nons-sys")
     if BASELINE:
         return
     a = r["attacks"]
@@ -403,13 +487,48 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
     # ours: only a mount namespace (no Landlock ABI governs connect(2) on a path)
     mount = namespaces in (True, "mount") and layers.probe()["mount"]
     assert r["got"]["tcp"] == 0 and r["got"]["udp"] == 0, r["got"]
-    assert r["got"]["unix"] == 0 if mount else r["got"]["unix"] == 1, r["got"]
+    # the socket open to all (0777): reached at install (setup.py) and run where no mount ns
+    assert (r["got"]["unix"] == 0) is mount, r["got"]
     assert a["tcp"].startswith("refused") and a["unix"].startswith("refused") is mount
     held = r["report"]["sandbox"]["layers"]
     assert held["capabilities"].startswith("none") and held["landlock_abi"] == int(abi or KERNEL_ABI)
-    own_user = user is None and namespaces and layers.sandbox_user(True)[0] is not None
+    may_switch = user is None and layers.sandbox_user(True)[0] is not None
+    # a user of its own at install and run: with a mount namespace, or without one where the
+    # kernel's permission checks give it the interpreter and nothing of ours (-sys: the
+    # system's Python; pyenv's, under /root (0700), is out of its reach: the evaluator's user)
+    own_user = may_switch and (bool(namespaces) or tag.endswith("-sys"))
+    inst = a["install"]
+    assert inst is not None, "setup.py's attacks did not run"
+    for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert inst["caps"][key] == ZERO, inst["caps"]
+    for name in ("sethostname", "adjtimex", "reboot", "mknod"):
+        assert inst[name] == "refused EPERM", (name, inst[name])
+    uid = layers.DEFAULT_SANDBOX_UID if own_user else (0 if user is None else user)
+    for seen in (a, inst):  # the user of import/load_model/predict, and of setup.py
+        assert seen["ids"] == [uid, uid, []], (seen["ids"], held["user"])
+        assert seen["read_reference"].startswith("refused"), seen["read_reference"]
+        assert seen["write_output"].startswith("refused"), seen["write_output"]
+        # the caches later runs trust (uv's wheels, the environments): never written
+        assert seen["write_uv_cache"].startswith("refused"), seen["write_uv_cache"]
+        assert seen["write_env_cache"].startswith("refused"), seen["write_env_cache"]
+        # root's 0600 socket in /tmp: hidden (mount ns) or refused (another user), else reached
+        assert seen["unix_root"].startswith("refused") is (mount or uid != 0), seen["unix_root"]
+    assert (r["got"]["unix_root"] == 0) is (mount or uid != 0), r["got"]
+    assert r["poisoned"] == [] and r["left_by_sandbox_user"] == []
+    assert r["acl_left"] == []  # the entries made for the run are taken back
     if own_user:  # a user of its own: the kernel's same-user checks refuse by themselves
         assert held["user"].startswith(f"uid {layers.DEFAULT_SANDBOX_UID}"), held["user"]
+        assert "install and run" in held["user"]
+        assert r["report"]["sandbox"]["install"]["user"].startswith("uid 64290")
+    elif may_switch:
+        assert held["user"].startswith("same user") and "out of reach of uid" in held["user"]
+    if own_user and not namespaces:  # no namespace: the kernel's permission checks alone
+        assert held["files_confined"] and not r["report"]["sandbox"]["unsafe_unconfined"]
+        for seen in (a, inst):
+            for name in ("kill0_ingestion", "sched_setaffinity", "setpriority", "setown"):
+                assert seen[name] == "refused EPERM", (name, seen[name])
+            for name in ("environ_ingestion", "read_reference", "write_output", "unix_root"):
+                assert seen[name] == "refused EACCES", (name, seen[name])
     if own_user and namespaces == "mount":  # the pid namespace off: our pids are names there
         assert a["processes"]["sees_test"] is True
         for name in ("kill0_ingestion", "sched_setaffinity", "setpriority"):

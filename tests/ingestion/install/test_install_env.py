@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from challenge_welding.ingestion.confine import layers, sandbox
 from challenge_welding.ingestion.install import environment as envmod
-from challenge_welding.ingestion.confine import sandbox
 from challenge_welding.ingestion.run.ingest import ingest
 
 from ingestion_helpers import GOOD, SETUP_PY, make_submission
@@ -119,6 +119,9 @@ def test_caller_secret_and_network_reach_no_participant_code(tmp_path, input_dat
                     batch_size=4, keep_workdir=True, progress=False, verbose=False)
     texts = _texts(out, report.get("workdir"))
     assert report["status"] == "ok", report["errors"]
+    # the kept work folder holds no file of the sandbox's user (install and run ran as it)
+    assert not [p for p in Path(report["workdir"]).rglob("*")
+                if p.lstat().st_uid == layers.DEFAULT_SANDBOX_UID]
     # every stage ran and said what it saw: nothing
     for stage in ("setup.py", "import", "load_model", "predict"):
         assert f"SPY {stage} saw '-'" in texts, stage
@@ -139,6 +142,18 @@ def _toy_sdist(folder: Path, port: int) -> Path:
     setup = SPY.replace('(here / "port.txt").read_text()', str(port)).replace(
         'here.parent / "spy.log"', 'Path(os.environ["HOME"]) / "spy.log"') + (
         "_spy('cwtoy setup.py', Path(__file__).resolve().parent, True)\n"
+        # the environment's numpy is a hard link of uv's cache (shared by every later run):
+        # appending to it would poison that cache
+        "import glob, sys\n"
+        "for f in glob.glob(sys.prefix + '/lib/python*/site-packages/numpy/__init__.py'):\n"
+        "    try:\n"
+        "        with open(f, 'a') as fh:\n"
+        "            fh.write('\\n# POISONED by cwtoy\\n')\n"
+        "        r = 'written'\n"
+        "    except OSError as e:\n"
+        "        r = 'refused ' + type(e).__name__\n"
+        "    with open(Path(os.environ['HOME']) / 'spy.log', 'a') as fh:\n"
+        "        fh.write('POISON numpy ' + r + '\\n')\n"
         "from setuptools import setup\nsetup(name='cwtoy', version='1.0', py_modules=['cwtoy'])\n")
     files = {"cwtoy-1.0/setup.py": setup, "cwtoy-1.0/cwtoy.py": "VALUE = 42\n",
              "cwtoy-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: cwtoy\nVersion: 1.0\n"}
@@ -164,6 +179,8 @@ def test_source_builds_are_refused_in_one_line_or_built_offline_when_allowed(
     _toy_sdist(wheelhouse, listener.port)
     monkeypatch.setenv(envmod.WHEELHOUSE_ENV, str(wheelhouse))
     monkeypatch.setenv("SECRET_TOKEN", SECRET)
+    uv_cache = tmp_path / "uv-cache"  # the test's own: what cwtoy's setup.py aims at
+    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
     component = "import cwtoy\n" + GOOD.replace("assert self.loaded", "assert self.loaded and cwtoy.VALUE == 42")
     sub = make_submission(tmp_path / "sub", component, requirements="numpy==2.2.6\ncwtoy==1.0\n")
     refused = ingest(sub, input_data, tmp_path / "out1", cache_dir=tmp_path / "envs",
@@ -181,4 +198,13 @@ def test_source_builds_are_refused_in_one_line_or_built_offline_when_allowed(
     assert allowed["status"] == "ok", allowed["errors"]
     spy = next(Path(allowed["workdir"]).rglob("spy.log")).read_text()
     assert spy.startswith("SPY cwtoy setup.py saw '-'; connect: ")  # built offline, nothing of ours
+    # uv's cache is not written through the environment (before: 'written' through a hard
+    # link, and the cache's numpy/__init__.py of every later run carried the line): with
+    # --allow-source-builds the environment's files are copies; the build may change only
+    # its own environment (as the sandbox's user, which it owns the folders of, or as uid 0)
+    cached = [f for f in uv_cache.rglob("numpy/__init__.py")]
+    assert cached and not any("POISONED" in f.read_text() for f in cached)
+    assert "POISON numpy written" in spy, spy
+    env = Path(allowed["environment"]["path"])
+    assert all(f.stat().st_nlink == 1 for f in env.rglob("numpy/*.py"))
     assert listener.received == []

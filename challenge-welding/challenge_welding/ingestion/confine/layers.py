@@ -28,10 +28,12 @@ and seccomp, in this order:
    bounding set, the ambient set cleared, then effective, permitted and inheritable emptied
    (``capset``), as root or not: ``sethostname``, ``adjtimex``, ``reboot``, ``mknod``,
    mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows);
-6. **a user of its own** (:func:`sandbox_user`; the child, where root may change user and a
-   mount namespace is lent): between emptying the bounding set and ``capset``, no group and
-   uid/gid 64290, so that the kernel's same-user checks (signals, SIGIO, scheduling,
-   ptrace, /proc) refuse by themselves.
+6. **a user of its own** (:func:`sandbox_user`; every install step of participant code and
+   the child, where root may change user): between emptying the bounding set and
+   ``capset``, no group and uid/gid 64290, so that the kernel's same-user checks (signals,
+   SIGIO, scheduling, ptrace, /proc, root's socket files) refuse by themselves. Without a
+   mount namespace only where the kernel's permission checks give it what it must read and
+   nothing of ours (:func:`user_confines`, an ACL entry denying it the run's data folders).
 
 Why direct syscalls rather than bubblewrap: the layers must come before our Landlock ruleset
 and seccomp filter and after the process group is made, in the one preexec the ingestion and
@@ -338,13 +340,16 @@ CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
 
 
 def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
-    """((uid, gid), why) of the user to run participant code as, or (None, why not).
+    """((uid, gid), why) of the user to run participant code as (install and run), or (None,
+    why not).
 
     Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
     CAP_CHOWN: an organiser's server, ``docker run`` with Docker's default capabilities; not
-    a Codabench worker, which drops them) and a mount namespace is lent: in it the
-    interpreter and environment under ``/root`` are reachable (bound back under an empty,
-    traversable ``/root``) while our folders are not there at all."""
+    a Codabench worker, which drops them). With a mount namespace the interpreter and
+    environment under ``/root`` are reachable (bound back under an empty, traversable
+    ``/root``) while our folders are not there at all; without one, :func:`user_confines`
+    must first find that the kernel's permission checks give that user what it needs and
+    nothing of ours (the reason here is then only provisional)."""
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
@@ -355,9 +360,107 @@ def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
     if not all(eff >> c & 1 for c in (CAP_CHOWN, CAP_SETGID, CAP_SETUID)):
         return None, "same user as the evaluator (uid 0, no capability: CAP_SETUID dropped)"
     if not mount_ns:
-        return None, "same user as the evaluator (uid 0, no capability: no mount namespace " \
-                     "to reach the interpreter from another user)"
-    return (uid, uid), f"uid {uid}, gid {uid}, no groups (run; the install: uid 0, no capability)"
+        return (uid, uid), (f"uid {uid}, gid {uid}, no groups (install and run; no mount "
+                            "namespace: the kernel's permission checks keep it off our folders)")
+    return (uid, uid), f"uid {uid}, gid {uid}, no groups (install and run)"
+
+
+def access_as(user: tuple[int, int], paths) -> dict:
+    """{path: "rwx" letters or "-"} of what ``user`` (no supplementary group) may do to each
+    path, answered by the kernel itself: ``test -r/-w/-x`` in a shell run as that user (a path
+    under a folder it may not traverse is "---")."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        return {}
+    script = ('for p do r=-; w=-; x=-; test -r "$p" && r=r; test -w "$p" && w=w; '
+              'test -x "$p" && x=x; echo "$r$w$x"; done')
+    try:
+        out = subprocess.run(["/bin/sh", "-c", script, "sh", *paths], user=user[0],
+                             group=user[1], extra_groups=[], env={}, cwd="/", timeout=30,
+                             capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        out = []
+    return {p: (out[i] if i < len(out) else "---") for i, p in enumerate(paths)}
+
+
+def user_confines(user: tuple[int, int], reach, sealed, ours) -> tuple[bool, str, list]:
+    """Without a mount namespace: whether ``user`` can run participant code here with the
+    kernel's permission checks as the file layer, (ok, why not, [(path, saved ACL)] denied).
+
+    ``reach``: what it must read (the interpreter, the environments' cache, uv, child.py);
+    ``sealed``: what it must neither read, traverse nor write (input_data, reference_data,
+    the output folder): each one it may reach gets, for the run, an ACL entry naming that
+    uid with no permission (:func:`deny`; other users keep what they had), then the kernel is
+    asked again; ``ours`` (the evaluator's package and site-packages): it may read them
+    (child.py is there; they are public code), never write them."""
+    seen = access_as(user, [*reach, *sealed, *ours])
+    far = [p for p in reach if p and "r" not in seen[str(p)]]
+    if far:
+        return False, f"{far[0]} is out of reach of uid {user[0]} without a mount namespace", []
+    written = [p for p in ours if "w" in seen[str(p)]]
+    if written:
+        return False, f"uid {user[0]} could write {written[0]}", []
+    denied = []
+    for path in sealed:
+        if seen[str(path)] != "---":
+            try:
+                denied.append((str(path), deny(str(path), user[0])))
+            except OSError as exc:
+                release(denied)
+                return False, f"{path} is open to uid {user[0]} and no ACL can close it " \
+                              f"({exc.strerror})", []
+    if denied:
+        again = access_as(user, [p for p, _ in denied])
+        still = [p for p, _ in denied if again[p] != "---"]
+        if still:
+            release(denied)
+            return False, f"{still[0]} stays open to uid {user[0]} under an ACL", []
+    return True, "", denied
+
+
+# POSIX ACLs as the kernel stores them (system.posix_acl_access: a version, then entries of
+# tag, permission and id, sorted by tag then id). Written by hand: one named-user entry is a
+# few bytes, and pylibacl would be one more compiled dependency of the evaluator image.
+ACL_XATTR, ACL_VERSION, ACL_UNDEFINED = "system.posix_acl_access", 2, 0xFFFFFFFF
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 1, 2, 4, 8, 0x10, 0x20
+
+
+def deny(path: str, uid: int) -> bytes | None:
+    """Add to ``path``'s ACL an entry giving ``uid`` no permission (the entries of every other
+    user and group, and the mode, unchanged); the ACL before (None: none) to :func:`release`."""
+    try:
+        saved = os.getxattr(path, ACL_XATTR, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+            raise
+        saved = None
+    if saved:
+        entries = [struct.unpack_from("<HHI", saved, 4 + 8 * i) for i in range((len(saved) - 4) // 8)]
+    else:
+        mode = os.lstat(path).st_mode
+        entries = [(ACL_USER_OBJ, mode >> 6 & 7, ACL_UNDEFINED), (ACL_GROUP_OBJ, mode >> 3 & 7,
+                   ACL_UNDEFINED), (ACL_OTHER, mode & 7, ACL_UNDEFINED)]
+    entries = [e for e in entries if not (e[0] == ACL_USER and e[2] == uid)]
+    entries.append((ACL_USER, 0, uid))
+    if not any(e[0] == ACL_MASK for e in entries):  # required beside a named entry: the
+        group = next(e[1] for e in entries if e[0] == ACL_GROUP_OBJ)  # group's bits, unchanged
+        entries.append((ACL_MASK, group, ACL_UNDEFINED))
+    entries.sort(key=lambda e: (e[0], e[2]))
+    os.setxattr(path, ACL_XATTR, struct.pack("<I", ACL_VERSION)
+                + b"".join(struct.pack("<HHI", *e) for e in entries), follow_symlinks=False)
+    return saved
+
+
+def release(denied) -> None:
+    """Put back the ACLs :func:`deny` changed."""
+    for path, saved in denied:
+        try:
+            if saved is None:
+                os.removexattr(path, ACL_XATTR, follow_symlinks=False)
+            else:
+                os.setxattr(path, ACL_XATTR, saved, follow_symlinks=False)
+        except OSError:
+            pass  # gone: nothing to put back (a stale entry only denies the sandbox's uid)
 
 
 def probe() -> dict:

@@ -4,7 +4,9 @@ Codabench runs the ingestion as root with 14 capabilities dropped and no-new-pri
 without user or mount namespaces: no other uid, no chroot. Where the kernel lends more
 (root elsewhere, or unprivileged user namespaces), layers.py first puts the process in
 namespaces of its own (mount, pid, network, IPC), as a user of its own where root may
-change user, and empties every capability set in every case. Then what an unprivileged
+change user (install and run; without a mount namespace only where that user's permissions
+keep it off our folders: :meth:`Sandbox.choose_user`), and empties every capability set in
+every case. Then what an unprivileged
 process can still do to its children, and what this module applies between fork and exec
 (a ``preexec_fn``: both survive exec and are inherited by every descendant, and neither
 can be lifted afterwards):
@@ -42,6 +44,7 @@ caps the ABI used (0 = no Landlock), to test the fallbacks on a newer kernel.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -426,6 +429,7 @@ class Confinement:
         self.policy = policy
         self.plan = plan
         self.user = user  # (uid, gid) to become, or None: the evaluator's
+        self.owned: list[str] = []  # folders handed to ``user`` for the step (:meth:`hand_over`)
         if plan is not None:
             plan.prepare()
         self.env: dict = {}                  # environment variables the confined process gets
@@ -452,8 +456,55 @@ class Confinement:
                 os.write(2, f"challenge-welding sandbox: {type(exc).__name__}: {exc}\n".encode())
                 os._exit(125)
 
+    def hand_over(self, write, read) -> None:
+        """Before the step, as a user of its own: the folders it writes become its (the whole
+        tree), our per-run copies it reads are made readable to others, and the folders
+        holding them traversable (not listable: a mkdtemp folder is 0700). Nothing else of
+        ours changes hands."""
+        if self.user is None:
+            return
+        self.owned = [str(f) for f in write if f and os.path.isdir(f)]
+        for folder in self.owned:
+            _walk(folder, self._give)
+        work = {os.path.dirname(os.path.realpath(f)) for f in self.owned}
+        for folder in work:
+            st = os.stat(folder)
+            if st.st_uid == os.geteuid() and not st.st_mode & 0o001:
+                os.chmod(folder, st.st_mode & 0o7777 | 0o001)
+        for path in read:  # only our own copies, in the run's work folder
+            if path and any(layers._under(os.path.realpath(path), w) for w in work):
+                _walk(path, _readable)
+
+    def _give(self, path: str, is_dir: bool) -> None:
+        """Folders, and files with one link only: a file with more is shared with another
+        path, and uv installs an environment's files as hard links of its cache, which every
+        later run trusts (given to it, a source build appended to the cache's numpy through
+        the environment). Those stay ours, read-only to it: it may replace them in its
+        folders (a new file), never write them."""
+        if is_dir or os.stat(path, follow_symlinks=False).st_nlink == 1:
+            os.chown(path, *self.user, follow_symlinks=False)
+
+    def reclaim(self) -> None:
+        """After the step (every process of it dead): what :meth:`hand_over` gave is ours
+        again, set-id bits cleared, readable (a later step, the child, reads it), so that no
+        file of the sandbox's user outlives the step in a folder we keep or trust."""
+        me = (os.geteuid(), os.getegid())
+        for folder in self.owned:
+            for path in _tree(folder):
+                try:
+                    if os.stat(path, follow_symlinks=False).st_uid != self.user[0]:
+                        continue  # another's (a link to a file it could write): not touched
+                    os.chown(path, *me, follow_symlinks=False)
+                    if not os.path.islink(path):
+                        _readable(path, os.path.isdir(path), clear=0o6000)
+                except OSError:
+                    pass  # gone (a temporary file): nothing left to own
+        self.owned = []
+
     def describe(self) -> dict:
         out = self.policy.describe()
+        out["user"] = (f"uid {self.user[0]}, gid {self.user[1]}, no groups" if self.user
+                       else "the evaluator's")
         out["namespaces"] = self.plan.names() if self.plan is not None else []
         out["capabilities"] = "none (bounding, ambient, effective, permitted, inheritable " \
             "emptied)" if os.geteuid() == 0 or (self.plan and self.plan.userns) else \
@@ -481,12 +532,25 @@ class Sandbox:
     installed: dict | None = None   # what the last install step ran under
     namespaces: dict = field(default_factory=layers.probe)  # what the kernel lends (layers.py)
     unsafe: bool = False        # --unsafe-unconfined: run even where no layer confines files
+    # a user of its own (:meth:`choose_user`): what it must read (the interpreter, the
+    # environments' cache, uv, child.py) and what it must never reach (input, reference, output)
+    reach: list = field(default_factory=list)
+    sealed: list = field(default_factory=list)
+    user: tuple | None = None
+    user_files: bool = False    # its permissions alone keep it off our folders (no mount ns)
+    denied: list = field(default_factory=list)  # ACL entries made for the run (layers.deny)
+    _chosen: bool = False
 
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
-                run_network: bool, max_processes: int, evaluator_read) -> "Sandbox":
+                run_network: bool, max_processes: int, evaluator_read,
+                reach=()) -> "Sandbox":
+        """``reach``: what participant code must read besides ``evaluator_read`` (the
+        interpreter, the environments' cache, uv): where no mount namespace is lent, a user of
+        its own is used only if the kernel lets it read these and nothing of ``holes``."""
         pkg_init = challenge_welding.__file__
         holes = [str(input_data), str(Path(input_data).parent / "reference_data"), str(output)]
+        sealed = list(holes)
         ours = [str(Path(pkg_init).parent), *evaluator_site_dirs()]
         if sys.prefix != sys.base_prefix:
             ours.append(sys.prefix)  # the evaluator's virtual environment
@@ -494,9 +558,52 @@ class Sandbox:
             holes += ours
         else:  # --no-isolation: the child runs in our own environment; it reads (not writes) it
             evaluator_read = [*evaluator_read, *ours]
-        return cls(holes=holes, evaluator_read=list(evaluator_read),
-                   install_network=install_network, run_network=run_network,
-                   max_processes=max_processes)
+        box = cls(holes=holes, evaluator_read=list(evaluator_read),
+                  install_network=install_network, run_network=run_network,
+                  max_processes=max_processes, sealed=sealed,
+                  reach=[str(p) for p in (*reach, *evaluator_read) if p])
+        box.choose_user()
+        return box
+
+    def choose_user(self) -> None:
+        """Once, before any participant code: the user it runs as (:func:`layers.sandbox_user`)
+        and, without a mount namespace, whether the kernel's permission checks then confine
+        its files (:func:`layers.user_confines`, which may deny it the sealed folders by an
+        ACL entry for the run: :meth:`release` takes them back). Else the evaluator's user,
+        the reason in the start line."""
+        if self._chosen:
+            return
+        self._chosen = True
+        mount = bool(self.namespaces.get("mount"))
+        self.user, self.user_line = layers.sandbox_user(mount)
+        if self.user is None or mount:
+            return
+        ours = [h for h in self.holes if h not in self.sealed]
+        ok, why, self.denied = (layers.user_confines(self.user, self.reach, self.sealed, ours)
+                                if self.reach else (False, "no mount namespace", []))
+        if not ok:
+            self.user, self.user_line = None, f"same user as the evaluator (uid 0, no " \
+                                              f"capability: {why})"
+            return
+        self.user_files = True
+        if self.denied:
+            self.user_line = self.user_line[:-1] + "; denied by an ACL entry for the run: " \
+                + ", ".join(os.path.basename(p) for p, _ in self.denied) + ")"
+
+    def disown(self, folder) -> None:
+        """Every file of the sandbox's user under ``folder`` ours again (a work folder kept
+        with --keep-workdir: its scratch; removed folders need nothing)."""
+        if self.user is None:
+            return
+        for path in _tree(folder):
+            with contextlib.suppress(OSError):
+                if os.stat(path, follow_symlinks=False).st_uid == self.user[0]:
+                    os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
+
+    def release(self) -> None:
+        """The ACL entries :meth:`choose_user` made, taken back (at the end of the run)."""
+        layers.release(self.denied)
+        self.denied = []
 
     @classmethod
     def default(cls) -> "Sandbox":
@@ -512,8 +619,10 @@ class Sandbox:
         net = self.install_network if network is None else network and self.install_network
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(), *read], write=list(write),
                      holes=self.holes, network=net, abi=self.abi)
+        self.choose_user()
         conf = Confinement(pol, max_processes=self.max_processes,
-                           plan=self._plan(pol, network=net))
+                           plan=self._plan(pol, network=net), user=self.user)
+        conf.hand_over(write, read)  # the caller reclaims them after the step
         self.installed = conf.describe()
         return conf
 
@@ -525,16 +634,11 @@ class Sandbox:
                            *self.evaluator_read],
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
         plan = self._plan(pol, network=self.run_network)
-        user, self.user_line = layers.sandbox_user(plan is not None)
-        if user is not None:
-            for folder in scratch:
-                _walk(folder, lambda p, _d: os.chown(p, *user, follow_symlinks=False))
-            work = {str(Path(f).parent) for f in scratch}
-            for path in read:  # only our own copies, in the run's work folder
-                if any(layers._under(os.path.realpath(path), w) for w in work):
-                    _walk(path, lambda p, d: os.chmod(p, os.stat(p).st_mode | (0o005 if d else 0o004)))
-        return Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
-                           user=user)
+        self.choose_user()
+        conf = Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
+                           user=self.user)
+        conf.hand_over(scratch, read)  # removed with the run's work folder, by us
+        return conf
 
     def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
         """The namespaces the kernel lends, around ``pol``'s folders; none if it lends none.
@@ -549,16 +653,17 @@ class Sandbox:
     user_line: str = ""
 
     def files_confined(self) -> bool:
-        """Whether a layer keeps the submission off our files: Landlock or a mount namespace
-        (read-only tree, holes covered)."""
-        return bool(self.abi or self.namespaces.get("mount"))
+        """Whether a layer keeps the submission off our files: Landlock, a mount namespace
+        (read-only tree, holes covered) or a user of its own that the kernel's permission
+        checks keep off them (:meth:`choose_user`)."""
+        return bool(self.abi or self.namespaces.get("mount") or self.user_files)
 
     def layers(self) -> dict:
         """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
         ns = self.namespaces
         root = os.geteuid() == 0
-        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")))[1]
-        return {"user": user_line,
+        self.choose_user()
+        return {"user": self.user_line,
                 "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
                                if ns.get("userns" if n == "user" else n)],
                 "capabilities": "none" if root or ns.get("userns") else
@@ -590,7 +695,8 @@ class Sandbox:
         did not say --unsafe-unconfined."""
         return ("no layer confines the submission's files here (no Landlock: kernel ABI "
                 f"{self.kernel}, cap {os.environ.get(ABI_MAX_ENV) or 'none'}; no mount namespace"
-                "; no separate user): it could read the reference data and write the output "
+                f"; no separate user: {self.user_line}): it could read the reference data and "
+                "write the output "
                 "folder; run on a kernel with Landlock (>= 5.13) or where namespaces are lent, "
                 "or pass --unsafe-unconfined to run it anyway (the results will say so)")
 
@@ -601,6 +707,20 @@ class Sandbox:
         return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
                 "can read and write whatever this user can; only the seccomp guard, the process "
                 "cap and the evaluator's file hashes protect the run")
+
+
+def _readable(path, is_dir, clear: int = 0) -> None:
+    """Readable by others (and traversable, a folder), ``clear`` bits taken off."""
+    mode = os.stat(path, follow_symlinks=False).st_mode & 0o7777
+    os.chmod(path, (mode & ~clear) | (0o005 if is_dir else 0o004))
+
+
+def _tree(top):
+    """``top`` and every path beneath it, symlinks included (as links), none followed."""
+    yield str(top)
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            yield os.path.join(dirpath, name)
 
 
 def _walk(top, fn) -> None:

@@ -316,6 +316,8 @@ def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
         proc.wait()
         if dog is not None:
             dog.stop()
+        if not survivors:  # what the sandbox's user wrote is ours again (sandbox.Confinement)
+            jail.reclaim()
     if dog is not None and dog.line:
         raise InstallError(f"{what}: {dog.line}")
     if survivors:
@@ -356,17 +358,20 @@ def python_version(python: str) -> tuple[int, int]:
         raise InstallError(f"the submission's Python {python} does not run") from None
 
 
-def _add_old_import_path(py: Path, log_path: Path, jail=None) -> None:
-    """The published package lacks ``AIComponent_interface``: add it as an alias module."""
-    code = ("import importlib.util, pathlib, challenge_welding as p\n"
-            "d = pathlib.Path(p.__file__).parent\n"
-            "f = d / 'AIComponent_interface.py'\n"
-            "if not f.exists():\n"
-            "    f.write_text('# older import path, added by the evaluator\\n'\n"
-            "                 'from challenge_welding.ai_component_interface import *  # noqa\\n'\n"
-            "                 'from challenge_welding.ai_component_interface import AbstractAIComponent  # noqa\\n')\n")
-    _run([str(py), "-c", code], log_path, 120, "adding challenge_welding.AIComponent_interface",
-         jail)
+def _add_old_import_path(env_dir: Path, log_path: Path) -> None:
+    """The published package lacks ``AIComponent_interface``: add it as an alias module.
+    Written by us into the environment's ``challenge_welding`` folder (installed by our uv a
+    step before; no participant code has run in it since): before, the environment's own
+    python wrote it, in the sandbox, where a ``.pth`` of a dependency would have run too."""
+    pkg = _site_packages(env_dir) / "challenge_welding"
+    alias = pkg / "AIComponent_interface.py"
+    if pkg.is_dir() and not pkg.is_symlink() and not os.path.lexists(alias):
+        alias.write_text("# older import path, added by the evaluator\n"
+                         "from challenge_welding.ai_component_interface import *  # noqa\n"
+                         "from challenge_welding.ai_component_interface import "
+                         "AbstractAIComponent  # noqa\n")
+        with open(log_path, "a") as fh:
+            fh.write(f"added {alias} (the older import path)\n")
 
 
 def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
@@ -537,8 +542,12 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
                 # pip comes with the wheels below, into this environment alone (--prefix)
                 _run([python, "-m", "venv", "--without-pip", str(env_dir)], install_log, timeout,
                      "creating the virtual environment")
+            # --allow-source-builds: participant code then writes into this environment, so
+            # its files are copies, not hard links of uv's cache (which every run trusts):
+            # where the user cannot change (uid 0, a Codabench worker) they are its to write
+            link = ["--link-mode", "copy"] if uv and allow_source_builds else []
             sdists = _fetch_requirements(
-                lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim)
+                lambda extra: _run(_fetch_cmd(uv, python, env_dir, shim) + link
                                    + [*override, *index, *offline, "-r", str(req_file),
                                       *build_requirements(root), *extra, *shim_args],
                                    install_log, timeout, "installing requirements.txt", say=log,
@@ -553,8 +562,7 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
                      install_log, timeout, "building dependencies from source (offline, "
                                            "--allow-source-builds)", jail)
             if mode == "published":
-                _add_old_import_path(py, install_log, _install_jail(sandbox, workdir, [env_dir],
-                                                                    [], python))
+                _add_old_import_path(env_dir, install_log)
         else:
             log(f"reusing the cached environment {env_dir}")
         # 2. the submission's own code, for this run only (the cached env may hold another
@@ -580,7 +588,7 @@ def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kin
             if declared:  # written by setup.py: held to the same rules
                 (workdir / "declared.txt").write_text(safe_requirements(
                     "\n".join(declared), root, "the package's Requires-Dist (setup.py)"))
-                _run(_fetch_cmd(uv, python, env_dir, shim) + [*override, *index, *offline, "-r",
+                _run(_fetch_cmd(uv, python, env_dir, shim) + link + [*override, *index, *offline, "-r",
                                                               str(workdir / "declared.txt")],
                      install_log, timeout, "installing the dependencies setup.py declares",
                      say=log, python=pyname)
@@ -728,8 +736,11 @@ def _install_jail(sandbox, workdir: Path, write, read, python: str):
     """The confinement of participant code at install (the build backend, setup.py): write
     ``write`` and a temp folder of its own; read ``read`` (None entries skipped), the system
     and the base interpreter's prefix; no network; :func:`participant_env` alone."""
-    tmp = workdir / "install-tmp"
-    tmp.mkdir(exist_ok=True)
+    # its own, new for each step (the evaluator's uv has install-tmp): nothing a step of
+    # participant code leaves there is used by us or by the next step (removed with workdir)
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="sandbox-tmp-", dir=workdir))
     reads = [str(p) for p in read if p]
     # the base interpreter's own prefix (pyenv, conda: outside /usr)
     reads.append(str(Path(os.path.realpath(python)).parent.parent))

@@ -385,9 +385,12 @@ class Ingestion:
         # the sandbox (sandbox.py, selfcheck.py): every evaluator module loaded, its files hashed
         selfcheck.preload()
         self.evaluator_before = selfcheck.fingerprint()
+        # what a user of its own must read where no mount namespace binds it back
+        reach = [os.path.realpath(opt["python"] or sys.executable),
+                 opt["cache_dir"] or envmod.default_cache_dir(), envmod.find_uv()]
         self.box = Sandbox.for_run(self.input_data, output, opt["isolation"],
                                    not opt["no_network"], opt["run_network"],
-                                   int(opt["max_processes"]), [CHILD_SCRIPT])
+                                   int(opt["max_processes"]), [CHILD_SCRIPT], reach=reach)
         self.box.unsafe = bool(opt["unsafe_unconfined"])
         if not (self.box.files_confined() or self.box.unsafe):
             raise ChallengeError(self.box.refusal())
@@ -425,9 +428,11 @@ class Ingestion:
         finally:
             signals.disarm()
             if opt["keep_workdir"]:
+                self.box.disown(workdir)  # no file of the sandbox's user outlives the run
                 owned.keep()
             else:
                 owned.remove()
+            self.box.release()  # the ACL entries made for the run (sandbox.choose_user)
         for name in opt["sets"]:
             report.sets.setdefault(name, {"status": "not run"})
         for info in report.sets.values():
