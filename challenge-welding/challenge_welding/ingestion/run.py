@@ -70,11 +70,14 @@ DEFAULTS = dict(
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
     decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
     python=None, allow_source_builds=False, install_progress=None, unsafe_unconfined=False,
+    work_parent=None,
 )
 # sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
 # child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
 # decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
 # exclusive_predict: in which sets no decoding runs during predict() calls
+# work_parent: where the work folder (cw-ingest-*) is made (default: the temporary folder);
+# check-submission makes it inside its own locked folder, so a kill leaves nothing unowned
 EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
 REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
@@ -405,7 +408,7 @@ class Ingestion:
     def _run(self, signals: _Signals) -> dict:
         opt, report = self.opt, self.report
         t_start, clock_start = time.perf_counter(), clock.read()
-        owned = OwnedFolder(TEMP_PREFIX)
+        owned = OwnedFolder(TEMP_PREFIX, dir=opt["work_parent"])
         workdir = owned.path
         if opt["keep_workdir"]:
             report.workdir = str(workdir)
