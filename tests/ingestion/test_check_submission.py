@@ -193,8 +193,9 @@ def test_a_wheelhouse_variable_naming_no_folder_is_refused(tmp_path, monkeypatch
 
 
 # ----------------------------------------------------------------------- a killed check's folders
-import signal  # noqa: E402
 import time  # noqa: E402
+
+from test_faults import _kill_leftovers  # noqa: E402 (the submission's processes, by cwd)
 
 # predict() sleeps: the check is mid-run, its child inside a call, when it is killed
 ASLEEP = GOOD.replace("        assert self.loaded\n",
@@ -220,17 +221,6 @@ def _mid_run(tmp: Path, proc: subprocess.Popen, other: Path | None = None) -> Pa
         assert proc.poll() is None, proc.stdout.read()
         time.sleep(0.2)
     raise AssertionError("the check never reached predict()")
-
-
-def _kill_leftovers(tmp: Path) -> None:
-    """The submission's processes of a SIGKILLed check (their cwd is in its folder)."""
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp)):
-                    os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 def test_a_killed_checks_folders_go_at_the_next_check_a_live_checks_stay(tmp_path, env_cache):
