@@ -488,7 +488,8 @@ def test_a_run_cannot_slow_down_another(tmp_path, env_cache, abi):
     Before issue 29 (ca5213d, benchmarks/two_runs.py --tree, 2026-11-26, load 10-20 on 2
     cores): at ABI 5 every call succeeded (11,475; 31 ESRCH) and the honest run's p95 went
     from 27.0 / 11.8 ms beside the honest neighbour to 137.6 / 130.0 ms beside the attacker
-    (5.1x, 11.0x), the set's wall time 5.7 / 2.4 s -> 17.7 / 19.1 s. At ABI 7 Landlock's
+    (5.1x, 11.0x), the set's wall time 5.7 / 2.4 s -> 17.7 / 19.1 s; at ABI 0 (7,733
+    succeeded) p95 46.7 -> 136.5 ms, wall 8.0 -> 26.3 s. At ABI 7 Landlock's
     scoping refused the signals (EPERM) but not the scheduling calls (12,496 succeeded): the
     set's wall time went to 28.6 s (10.5 images/s against ~95), its p95 48.9 -> 80.7 ms.
 
