@@ -333,14 +333,18 @@ WORKER = GOOD.replace('''        preds, probs, ood = [], [], []''', '''        p
         self.loaded = True''').replace("import numpy as np", "import os, time\nimport numpy as np")
 # The other run: while the honest run (found by its output folder in /proc/*/cmdline, which
 # anyone may read) is alive, it keeps one core busy, pinned to CPU 0 like its victim would be;
-# as the attacker it also tries, ten times a second, to pin every process and thread of the
-# honest run to CPU 0, nice 19 and SCHED_IDLE. It aims at the honest run only, not at every
-# pid it can see: on main the calls succeed, and this machine is shared.
+# as the attacker it also tries, nine times a second, to pin every process and thread of the
+# honest run to CPU 0, nice 19, SCHED_IDLE and the idle I/O class, and to stop the honest
+# run's child (SIGSTOP) for the 100 ms it keeps CPU 0 busy, then let it go on for 10 ms
+# (SIGCONT). Each call's result is counted: ok, refused (EPERM), errno 3 (ESRCH: a thread
+# that ended meanwhile). It aims at the honest run only, not at every pid it can see: on main
+# the calls succeed, and this machine is shared.
 NEIGHBOUR = '''
-import json, os, time
+import ctypes, json, os, signal, time
 from pathlib import Path
 T = json.loads((Path(__file__).parent / "targets.json").read_text())
 MARK = T["mark"].encode()
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 def log(*args):
@@ -358,10 +362,13 @@ def honest():
     return None
 
 
+def children(root):
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == root]
+
+
 def tasks(root):
-    pids = [root] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == root]
     out = []
-    for pid in pids:
+    for pid in [root] + children(root):
         try:
             out += [int(t) for t in os.listdir(f"/proc/{pid}/task")]
         except OSError:
@@ -377,29 +384,50 @@ def _ppid(pid):
         return None
 
 
+def ioprio_idle(tid):
+    if libc.syscall(T["ioprio_set"], 1, tid, 3 << 13) != 0:  # IOPRIO_WHO_PROCESS, class idle
+        raise OSError(ctypes.get_errno(), "ioprio_set")
+
+
 def occupy():
     os.sched_setaffinity(0, {0})
     t0, root = time.monotonic(), None
     while root is None and time.monotonic() - t0 < 120:
         root = honest()
         time.sleep(0.05)
-    tried = {"ok": 0, "refused": 0}
+    tried = {"ok": 0}
+
+    def attempt(call):
+        try:
+            call()
+            key = "ok"
+        except OSError as e:
+            key = {1: "refused", 3: "errno 3"}.get(e.errno, f"errno {e.errno}")
+        tried[key] = tried.get(key, 0) + 1
+
+    def busy(seconds):
+        t1, s = time.monotonic(), 0
+        while time.monotonic() - t1 < seconds:
+            s += 1
+
+    # the honest run's processes and threads listed while its child is stopped (the
+    # neighbour lists them too, and sends nothing: the same work)
+    kids, tids = (children(root), tasks(root)) if root is not None else ([], [])
     while root is not None and os.path.exists(f"/proc/{root}") and time.monotonic() - t0 < 240:
         if T["attack"]:
-            for tid in tasks(root):
-                for call in (lambda: os.sched_setaffinity(tid, {0}),
-                             lambda: os.setpriority(os.PRIO_PROCESS, tid, 19),
-                             lambda: os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))):
-                    try:
-                        call()
-                        tried["ok"] += 1
-                    except OSError as e:
-                        tried["refused" if e.errno == 1 else f"errno {e.errno}"] = \\
-                            tried.get("refused" if e.errno == 1 else f"errno {e.errno}", 0) + 1
-        t1 = time.monotonic()
-        s = 0
-        while time.monotonic() - t1 < 0.1:
-            s += 1
+            for pid in kids:
+                attempt(lambda: os.kill(pid, signal.SIGSTOP))
+            for tid in tids:
+                attempt(lambda: os.sched_setaffinity(tid, {0}))
+                attempt(lambda: os.setpriority(os.PRIO_PROCESS, tid, 19))
+                attempt(lambda: os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0)))
+                attempt(lambda: ioprio_idle(tid))
+        busy(0.1)
+        stopped, kids, tids = kids, children(root), tasks(root)
+        if T["attack"]:
+            for pid in stopped:
+                attempt(lambda: os.kill(pid, signal.SIGCONT))
+        busy(0.01)
     log("found", root is not None, json.dumps(tried))
 '''
 
@@ -424,7 +452,8 @@ def _neighbour(tmp_path, name, mark, attack):
                                       "        occupy()\n        self.loaded = True")
     return make_submission(tmp_path / name, comp, manifest="include challenge_solution/*.json\n",
                            extra={"challenge_solution/targets.json":
-                                  json.dumps({"mark": mark, "attack": attack})})
+                                  json.dumps({"mark": mark, "attack": attack,
+                                              "ioprio_set": NR.get("ioprio_set", -1)})})
 
 
 def _start(sub, data, pred, env_cache, abi, settle):
@@ -444,7 +473,7 @@ def _times(pred):
     report = json.loads((Path(pred) / "ingestion.json").read_text())
     assert report["status"] == "ok", report["errors"]
     t = report["timings"]["sets"]["performance"]
-    return t["time_median"], t["time_p95"]
+    return t["time_median"], t["time_p95"], t["wall_s"]
 
 
 @pytest.mark.serial
@@ -452,15 +481,22 @@ def _times(pred):
 def test_a_run_cannot_slow_down_another(tmp_path, env_cache, abi):
     """Two evaluations at once: the honest run's times beside an honest neighbour and beside
     an attacker (the same load: both keep one core busy, pinned to CPU 0, while the honest
-    run lives). main: every call of the attacker succeeded (2,850 at ABI 0, 2,130 at ABI 7:
-    the honest run's child and ingestion threads pinned to CPU 0, nice 19, SCHED_IDLE); at
-    ABI 7 (one round, a loaded machine) the honest median went from 13.8 ms beside the
-    honest neighbour to 21.8 ms beside the attacker, p95 39.0 -> 60.8 ms.
+    run lives). The figures against the issue's bound (p95 within 10 %, median of rounds) are
+    benchmarks/two_runs.py's; this is its short version, with bounds loose enough for a
+    shared machine and tight enough that the live attack breaks them.
 
-    The refusals are asserted strictly. The timing loosely, on the best of two alternated
-    rounds (median within 50 %, p95 within 100 %; the issue asks 10 %): this machine is shared
-    by other jobs, and the same honest pair varied by 2x from one minute to the next (p95
-    18 -> 36 ms); the figures are printed."""
+    Before issue 29 (ca5213d, benchmarks/two_runs.py --tree, 2026-11-26, load 10-20 on 2
+    cores): at ABI 5 every call succeeded (11,475; 31 ESRCH) and the honest run's p95 went
+    from 27.0 / 11.8 ms beside the honest neighbour to 137.6 / 130.0 ms beside the attacker
+    (5.1x, 11.0x), the set's wall time 5.7 / 2.4 s -> 17.7 / 19.1 s; at ABI 0 (7,733
+    succeeded) p95 46.7 -> 136.5 ms, wall 8.0 -> 26.3 s. At ABI 7 Landlock's
+    scoping refused the signals (EPERM) but not the scheduling calls (12,496 succeeded): the
+    set's wall time went to 28.6 s (10.5 images/s against ~95), its p95 48.9 -> 80.7 ms.
+
+    The refusals are asserted strictly. The timing on the best of two alternated rounds:
+    median within 50 %, p95 within 100 % (+10 ms), the set's wall time within 100 % (+2 s):
+    the same honest pair varied by 2x from one minute to the next here (p95 18 -> 36 ms, wall
+    5.7 -> 2.4 s); the figures are printed."""
     data = _perf_input(tmp_path / "data")
     honest = make_submission(tmp_path / "honest", WORKER)
     figures, calls = {False: [], True: []}, []
@@ -477,14 +513,16 @@ def test_a_run_cannot_slow_down_another(tmp_path, env_cache, abi):
         if attack:
             calls.append(json.loads(got[0][len("found True "):]))
         figures[attack].append(_times(pred))
-    (base_m, base_p), (att_m, att_p) = (tuple(min(x) for x in zip(*figures[k]))
-                                        for k in (False, True))
-    print(f"\nhonest run, ABI {abi}, best of two, median / p95 per image (ms): beside an honest "
-          f"run {base_m * 1e3:.2f} / {base_p * 1e3:.2f}; beside an attacker "
-          f"{att_m * 1e3:.2f} / {att_p * 1e3:.2f}; the attacker's calls: {calls}")
-    for found in calls:
-        assert found["refused"] > 0 and found.get("ok", 0) == 0 and len(found) == 2, found
+    (base_m, base_p, base_w), (att_m, att_p, att_w) = (tuple(min(x) for x in zip(*figures[k]))
+                                                        for k in (False, True))
+    print(f"\nhonest run, ABI {abi}, best of two, median / p95 per image (ms), wall (s): beside "
+          f"an honest run {base_m * 1e3:.2f} / {base_p * 1e3:.2f}, {base_w:.1f}; beside an "
+          f"attacker {att_m * 1e3:.2f} / {att_p * 1e3:.2f}, {att_w:.1f}; the attacker's calls: "
+          f"{calls}")
+    for found in calls:  # every call refused: EPERM, or ESRCH for a thread ended meanwhile
+        assert found["ok"] == 0 and found["refused"] > 0, found
+        assert set(found) <= {"ok", "refused", "errno 3"}, found
     # a few ms of slack: at ~2-3 ms per image, one descheduling moves a p95 by 2x (seen: 3.0
-    # -> 6.1 ms with a job beside the test); the attacks of the issue cost seconds (20 ms ->
-    # 3,546 ms), which this still catches
+    # -> 6.1 ms with a job beside the test); the live attack before: p95 5-11x, wall 3-10x
     assert att_m <= 1.5 * base_m + 0.002 and att_p <= 2 * base_p + 0.010, figures
+    assert att_w <= 2 * base_w + 2.0, figures

@@ -443,7 +443,9 @@ def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeyp
     want = sandbox.kernel_abi() if abi is None else min(int(abi), sandbox.kernel_abi())
     assert box["landlock_abi"] == (want or None)
     run = box["run"]
-    assert run["seccomp"] and run["rlimits"] == {"core": 0}
+    assert run["seccomp"] and run["rlimits"] == {"core": 0, "fsize": 2 << 30}
+    # what it writes is bounded: its scratch a 2 GiB tmpfs of its own where one can be mounted
+    assert run.get("scratch") == ({"tmpfs_bytes": 2 << 30} if layers.probe()["mount"] else None)
     if want == 0:
         assert run["fs"].startswith("not confined")
         # the mount namespace confines the files where the kernel lends one: no warning then

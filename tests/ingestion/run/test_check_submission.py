@@ -187,3 +187,66 @@ def test_a_wheelhouse_variable_naming_no_folder_is_refused(tmp_path, monkeypatch
     with pytest.raises(envmod.InstallError, match=f"CHALLENGE_WELDING_WHEELHOUSE={tmp_path / 'nowhere'}: "
                                                   "no such folder"):
         _install(tmp_path)
+
+
+# ----------------------------------------------------------------------- a killed check's folders
+import time  # noqa: E402
+
+from test_faults import _kill_leftovers  # noqa: E402 (the submission's processes, by cwd)
+
+# predict() sleeps: the check is mid-run, its child inside a call, when it is killed
+ASLEEP = GOOD.replace("        assert self.loaded\n",
+                      "        assert self.loaded\n        import time\n        time.sleep(120)\n")
+
+
+def _check_cli(sub, tmp: Path, env_cache) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "challenge_welding", "check-submission",
+                             str(sub), "--env-cache", str(env_cache)],
+                            env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _mid_run(tmp: Path, proc: subprocess.Popen, other: Path | None = None) -> Path:
+    """The check's own folder (not ``other``) once its submission is inside predict() (its
+    scratch made, then two seconds for the call to start)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 300:
+        made = [p for p in tmp.glob("cw-check-*/cw-ingest-*/scratch") if p.parent.parent != other]
+        if made:
+            time.sleep(2)
+            return made[0].parent.parent
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.2)
+    raise AssertionError("the check never reached predict()")
+
+
+def test_a_killed_checks_folders_go_at_the_next_check_a_live_checks_stay(tmp_path, env_cache):
+    """Before: check-submission's cw-check-* folder (with the ingestion's work folder, the
+    submission's copy and its scratch) was a plain mkdtemp: a SIGKILLed check left it for good."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    asleep = make_submission(tmp_path / "asleep", ASLEEP)
+    killed = _check_cli(asleep, tmp, env_cache)
+    left = _mid_run(tmp, killed)
+    killed.kill()
+    killed.wait()
+    _kill_leftovers(tmp)
+    assert (left / ".cw-owner").is_file() and list(left.glob("cw-ingest-*/submission"))
+    # the next check removes it (and says so) ...
+    alive = _check_cli(asleep, tmp, env_cache)
+    try:
+        mine = _mid_run(tmp, alive, other=left)
+        assert not left.exists() and mine != left
+        # ... and a check beside a live one leaves the live one's folder alone
+        done = subprocess.run([sys.executable, "-m", "challenge_welding", "check-submission",
+                               str(make_submission(tmp_path / "good")), "--env-cache",
+                               str(env_cache)], env={**os.environ, "TMPDIR": str(tmp)},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "temporary folder(s)" not in done.stdout
+        assert mine.is_dir() and sorted(p.name for p in tmp.glob("cw-check-*")) == [mine.name]
+    finally:
+        alive.kill()
+        said = alive.communicate()[0]
+        _kill_leftovers(tmp)
+    assert f"note: removed 1 temporary folder(s) that killed checks left: {left}" in said, said

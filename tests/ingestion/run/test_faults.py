@@ -277,3 +277,92 @@ def test_a_killed_runs_temporary_folders_go_at_the_next_run_a_live_runs_stay(
         alive.stderr.read()
         assert alive.wait(30) == 130
     assert temporary(tmp_path) == []
+
+
+# -- a disk filled by the submission ----------------------------------------------------------
+
+# load_model writes one file as large as it can, removes it, then 1 MiB files into its temp
+# folder (its scratch) until a write fails, and prints what it got, then 64 KiB more (a log
+# that goes on: its file needs new blocks).
+FILLER = GOOD.replace("        self.loaded = True", '''        import os
+        tmp = os.environ["TMPDIR"]
+        n = 0
+        try:
+            with open(os.path.join(tmp, "big"), "wb") as f:
+                for _ in range(1000):
+                    f.write(b"x" * (1 << 20))
+                    n += 1 << 20
+        except OSError as e:
+            print("BIG", n, e.errno, flush=True)
+        os.remove(os.path.join(tmp, "big"))
+        n = 0
+        try:
+            for i in range(100000):
+                with open(os.path.join(tmp, f"fill{i}"), "wb") as f:
+                    f.write(b"x" * (1 << 20))
+                n += 1 << 20
+        except OSError as e:
+            print("FILLED", n, e.errno, flush=True)
+        print(("." * 1023 + "\\n") * 64, flush=True)
+        self.loaded = True''')
+
+
+def _fill_run(tmp_path, sub, input_data, env_cache, namespaces: bool):
+    """``ingest`` with its temporary folder (the work folder, the scratch, the logs) and the
+    output on one 64 MiB tmpfs; the scratch bounded at 8 MiB."""
+    with tmpfs(tmp_path / "small", "64m") as small:
+        (small / "tmp").mkdir()
+        env = {**os.environ, "TMPDIR": str(small / "tmp"), "CHALLENGE_WELDING_SCRATCH_MB": "8"}
+        if not namespaces:
+            env["CHALLENGE_WELDING_NAMESPACES"] = "0"
+        done = subprocess.run(command(tmp_path, *ingest_args(sub, input_data, small / "pred",
+                                                             env_cache, "--sets", "performance")),
+                              capture_output=True, text=True, env=env, timeout=300)
+        said = (small / "pred" / "submission_output.log").read_text()
+        report = json.loads((small / "pred" / "ingestion.json").read_text())
+        assert os.listdir(small / "tmp") == []
+    return done, said, report
+
+
+def test_a_submission_filling_its_scratch_meets_its_own_bound(tmp_path, input_data, env_cache):
+    """Where a mount namespace is lent, the scratch is a tmpfs of its own (8 MiB here): the
+    submission meets ENOSPC there, ours never fills. Before (main at 317e1dc, the same run):
+    the submission wrote 60+ MiB into the evaluator's temporary file system, the thread that
+    keeps its log died with a traceback (OSError: [Errno 28] No space left on device) and
+    submission_output.log was empty; the run said ok."""
+    from challenge_welding.ingestion.confine import layers
+
+    if not layers.probe()["mount"]:
+        pytest.skip("no mount namespace is lent here")
+    sub = make_submission(tmp_path / "sub", FILLER)
+    done, said, report = _fill_run(tmp_path, sub, input_data, env_cache, namespaces=True)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "BIG 8388608 27" in said  # RLIMIT_FSIZE: EFBIG at the bound, not a SIGXFSZ death
+    # 8 MiB of tmpfs: its tmp/ folder's inode and the 1 MiB files; ENOSPC in its own folder
+    filled = re.search(r"FILLED (\d+) 28", said)
+    assert filled and 6 << 20 <= int(filled[1]) <= 8 << 20, said
+    assert report["status"] == "ok" and said.count("." * 1023) == 64  # the log is whole
+    assert report["sandbox"]["run"]["scratch"] == {"tmpfs_bytes": 8 << 20}
+    assert report["sandbox"]["run"]["rlimits"]["fsize"] == 8 << 20
+
+
+def test_a_disk_filled_by_the_submission_is_its_fault_in_one_line(tmp_path, input_data,
+                                                                  env_cache):
+    """Where no namespace is lent (a Codabench worker) the scratch lives on our file system:
+    RLIMIT_FSIZE still bounds each file, but many files fill it; the write of the
+    submission's log fails, and the line says whose fault it is (exit status 1, the
+    submission's). Before (main at 317e1dc): a traceback of the log's thread, the log empty,
+    status ok."""
+    sub = make_submission(tmp_path / "sub", FILLER)
+    done, said, report = _fill_run(tmp_path, sub, input_data, env_cache, namespaces=False)
+    assert done.returncode == 1, done.stderr
+    [line] = error_lines(done.stderr)
+    got = re.fullmatch(r"error: the submission filled the file system: it wrote ([\d.]+) MiB "
+                       rf"into its scratch folder {tmp_path / 'small' / 'tmp'}/cw-ingest-\w+/"
+                       r"scratch \(([\d.]+ (bytes|KiB)) left free there\), so the submission's "
+                       r"log could not be written: write less there \(a run's scratch is for "
+                       r"small temporary files\)", line)
+    assert got and float(got[1]) > 40, line  # most of the 64 MiB; the rest is our run's
+    assert "BIG 8388608 27" in said  # the bound of one file holds here too
+    assert report["status"] == "failed" and report["errors"] == [line[len("error: "):]]

@@ -13,7 +13,9 @@ and seccomp, in this order:
    tmpfs, with only the folders the process must read or write bound back at their own
    paths; the whole tree read-only (``mount_setattr``, recursive) but for those it writes;
    the run's holes (input data, reference data, the output folder, the evaluator's
-   site-packages) covered by an empty, unreadable, read-only tmpfs. Files are then confined
+   site-packages) covered by an empty, unreadable, read-only tmpfs; the participant's scratch
+   folder (``Plan.tmpfs``) a tmpfs of its own, of a bounded size, so that what it writes can
+   never fill the evaluator's file system (it meets ENOSPC in its own folder). Files are then confined
    without Landlock, even for a process that stays uid 0 (root without CAP_DAC_OVERRIDE
    still owns root's files: only a read-only mount stops it writing them);
 4. **pid namespace**: ``CLONE_NEWPID`` applies to the caller's children, so the preexec
@@ -104,6 +106,12 @@ class Plan:
     read: list = field(default_factory=list)    # bound back read-only under MASKED
     write: list = field(default_factory=list)   # bound back writable, kept writable
     holes: list = field(default_factory=list)   # covered by an empty unreadable tmpfs
+    # write folders made a tmpfs of their own: {path: size in bytes}; ``tmpfs_owner`` (uid,
+    # gid) owns it (the sandbox user), else the evaluator's user; ``tmpfs_dirs``: folders made
+    # in it (the scratch's tmp/)
+    tmpfs: dict = field(default_factory=dict)
+    tmpfs_owner: tuple | None = None
+    tmpfs_dirs: tuple = ()
     uid: int = 0
     gid: int = 0
 
@@ -123,6 +131,7 @@ class Plan:
         self.read = [*self.read, *(f for f in ("/etc/resolv.conf", "/etc/hosts")
                                    if os.path.exists(f))]
         self.write = sorted({real(p) for p in self.write if p and os.path.exists(p)})
+        self.tmpfs = {real(p): int(n) for p, n in self.tmpfs.items() if real(p) in self.write}
         self.read = sorted({real(p) for p in self.read if p and os.path.exists(p)} - set(self.write))
         keep = self.read + self.write
         # a hole that holds something the process must reach stays (Landlock carves it)
@@ -184,6 +193,9 @@ class Plan:
                "mount_setattr / read-only")
         shm = ["/dev/shm"] if "/dev/shm" in MASKED and os.path.isdir("/dev/shm") else []
         for path in self.write + shm:
+            if path in self.tmpfs:
+                self._scratch(path, self.tmpfs[path])
+                continue
             _check(libc.mount(path.encode(), path.encode(), None, MS_BIND | MS_REC, None),
                    f"bind {path}")
             clear = ctypes.create_string_buffer(struct.pack("=QQQQ", 0, MOUNT_ATTR_RDONLY, 0, 0), 32)
@@ -194,6 +206,19 @@ class Plan:
                           MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=000,size=4k") != 0:
                 if ctypes.get_errno() != errno.ENOENT:  # hidden already (under a mask)
                     _fail(f"cover {hole}")
+
+    def _scratch(self, path: str, size: int) -> None:
+        """A tmpfs of ``size`` bytes on ``path``, the owner's: made after the tree went
+        read-only, so it stays writable; what was in the folder (nothing but empty folders:
+        the run just made it) is hidden beneath."""
+        uid, gid = self.tmpfs_owner or (self.uid, self.gid)
+        opts = f"size={max(size, 4096)},mode=0700,uid={uid},gid={gid}".encode()
+        _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts),
+               f"mount tmpfs on {path}")
+        for rel in self.tmpfs_dirs:
+            sub = os.path.join(path, rel)
+            os.makedirs(sub, mode=0o700, exist_ok=True)
+            os.chown(sub, uid, gid)
 
     def _fork_into_pid_ns(self) -> None:
         """Three processes: the waiter (outside, the one ``Popen`` knows), a small init (pid

@@ -27,7 +27,11 @@ can be lifted afterwards):
   other process of the machine: the ingestion and all its threads, other runs; ``tkill``,
   ``pidfd_send_signal``, ``vmsplice``/``splice``/``tee`` and io_uring refused. It is the
   guard where Landlock scoping and a separate user are missing, and a second one where not;
-* **rlimits**: no core files.
+* **rlimits**: no core files; at run time no file larger than the scratch's bound
+  (``RLIMIT_FSIZE``, SIGXFSZ ignored: the write fails with EFBIG in the submission's code).
+  Where a mount namespace is lent, the scratch folder is a tmpfs of that size of its own
+  (layers.py), so what the submission writes can never fill our file system; where none is,
+  a fill is at least told apart from ours (run.py names what the scratch holds).
 
 A fork storm is the reaper's watchdog's business (reaper.Watchdog): RLIMIT_NPROC does not
 bind root.
@@ -64,6 +68,18 @@ from challenge_welding.ingestion.confine import layers
 
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
+# The bound of what participant code may write at run time, in MiB: its scratch folder's
+# size (a tmpfs of its own where a mount namespace is lent) and the largest file it may write
+SCRATCH_MB_ENV = "CHALLENGE_WELDING_SCRATCH_MB"
+DEFAULT_SCRATCH_MB = 2048
+SIGXFSZ = 25  # the same on x86_64 and aarch64
+
+
+def scratch_bytes() -> int:
+    """The scratch's bound in bytes (``CHALLENGE_WELDING_SCRATCH_MB``, default 2048 MiB)."""
+    want = os.environ.get(SCRATCH_MB_ENV, "").strip()
+    mb = float(want) if want.replace(".", "", 1).isdigit() and float(want) > 0 else DEFAULT_SCRATCH_MB
+    return int(mb * (1 << 20))
 
 # Syscall numbers: Landlock's are the same on x86_64 and aarch64 (the generic table).
 _SYS = {
@@ -374,6 +390,7 @@ class _Prepared:
         self.network = policy.network
         self.prog = None
         self.fprog = ctypes.create_string_buffer(16)
+        self.fsize = 0  # RLIMIT_FSIZE in bytes (0: unlimited)
 
     def apply(self) -> None:
         """In the forked child, before exec: the child is its own group leader already."""
@@ -381,6 +398,9 @@ class _Prepared:
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             os._exit(125)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if self.fsize:  # a write past it fails (EFBIG) rather than killing the process
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.fsize, self.fsize))
+            libc.signal(SIGXFSZ, ctypes.c_void_p(1))  # SIG_IGN, kept across exec
         if self.abi:
             self._landlock()
         if self.seccomp:
@@ -515,6 +535,10 @@ class Confinement:
             if self.prepared and self.prepared.seccomp \
             else None
         out["rlimits"] = {"core": 0}
+        if self.prepared is not None and self.prepared.fsize:
+            out["rlimits"]["fsize"] = self.prepared.fsize
+        if self.plan is not None and self.plan.tmpfs:
+            out["scratch"] = {"tmpfs_bytes": max(self.plan.tmpfs.values())}
         return out
 
 
@@ -626,8 +650,9 @@ class Sandbox:
         self.installed = conf.describe()
         return conf
 
-    def run(self, env_prefix: str, read, scratch) -> Confinement:
-        """For the child: read its environment, the submission and child.py; write scratch.
+    def run(self, env_prefix: str, read, scratch, scratch_dirs=()) -> Confinement:
+        """For the child: read its environment, the submission and child.py; write scratch
+        (``scratch_dirs``: folders made in each, e.g. its tmp/), bounded (:func:`scratch_bytes`).
         As a user of its own (:func:`layers.sandbox_user`): the scratch folders become its,
         our per-run copies it reads (the submission, its site folder) readable by it."""
         pol = Policy(read=[*SYSTEM_READ, *base_prefixes(env_prefix), env_prefix, *read,
@@ -635,9 +660,15 @@ class Sandbox:
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
         plan = self._plan(pol, network=self.run_network)
         self.choose_user()
+        bound = scratch_bytes()
+        if plan is not None:  # each scratch folder a tmpfs of its own, of a bounded size
+            plan.tmpfs = dict.fromkeys(scratch, bound)
+            plan.tmpfs_owner, plan.tmpfs_dirs = self.user, tuple(scratch_dirs)
         conf = Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
                            user=self.user)
         conf.hand_over(scratch, read)  # removed with the run's work folder, by us
+        if conf.prepared is not None:
+            conf.prepared.fsize = bound
         return conf
 
     def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":

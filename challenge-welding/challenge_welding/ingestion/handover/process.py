@@ -67,30 +67,46 @@ class CappedLog:
         self.total = 0
         self.tail: collections.deque[bytes] = collections.deque()
         self._tail_size = 0
+        self.fault: OSError | None = None  # the log file could not be written (a full disk)
         self.thread = threading.Thread(target=self._drain, name="child-output", daemon=True)
         self.thread.start()
 
     def _drain(self) -> None:
-        with open(self.path, "ab") as fh:
-            while True:
-                chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") \
-                    else self.stream.read(65536)
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                room = self.cap - self.written
-                if room > 0:
+        fh = None
+        try:
+            fh = open(self.path, "ab")
+        except OSError as exc:
+            self.fault = exc
+        while True:
+            chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") \
+                else self.stream.read(65536)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self.cap - self.written
+            if room > 0 and fh is not None:
+                try:
                     fh.write(chunk[:room])
                     fh.flush()
+                except OSError as exc:  # a full disk: keep draining (the tail is kept)
+                    self.fault, fh = exc, _closed(fh)
+                else:
                     self.written += min(room, len(chunk))
-                self.tail.append(chunk)
-                self._tail_size += len(chunk)
-                while self._tail_size - len(self.tail[0]) >= TAIL_BYTES:
-                    self._tail_size -= len(self.tail.popleft())
+            self.tail.append(chunk)
+            self._tail_size += len(chunk)
+            while self._tail_size - len(self.tail[0]) >= TAIL_BYTES:
+                self._tail_size -= len(self.tail.popleft())
+        if fh is None:
+            return
+        try:
             if self.dropped:
                 fh.write(f"\n[... {self.dropped} bytes of output dropped (cap {self.cap} bytes);"
                          f" last {min(TAIL_BYTES, self.total)} bytes follow ...]\n".encode())
                 fh.write(self.tail_bytes())
+            fh.close()
+        except OSError as exc:
+            self.fault = exc
+            _closed(fh)
 
     @property
     def dropped(self) -> int:
@@ -104,6 +120,13 @@ class CappedLog:
 
     def join(self, timeout: float = 5.0) -> None:
         self.thread.join(timeout)
+
+
+def _closed(fh) -> None:
+    try:
+        fh.close()
+    except OSError:  # its buffered bytes cannot be written either
+        pass
 
 
 def describe_exit(code: int | None) -> str:

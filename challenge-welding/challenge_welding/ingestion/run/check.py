@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,13 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from challenge_welding.contract.files import OwnedFolder, remove_stale
 from challenge_welding.data.parquet_io import write_parquet
 from challenge_welding.ingestion.install import submission as sub
 
+# The check's work folder: locked while the check lives (contract/files.py), so the next check
+# removes what a killed one left, never a live one's. The ingestion's work folder is made in it.
+CHECK_PREFIX = "cw-check-"
 # The challenge's compute budget: 1/12 s per image on CPU at 1920x1080.
 TIME_BUDGET_S = 1 / 12
 # Packages whose GUI builds need system libraries (libGL) missing from slim worker images.
@@ -189,7 +192,12 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
         findings.append(f)
         log(str(f))
 
-    work = Path(tempfile.mkdtemp(prefix="cw-check-"))
+    swept = remove_stale(CHECK_PREFIX)
+    if swept:
+        log(f"note: removed {len(swept)} temporary folder(s) that killed checks left: "
+            + ", ".join(str(p) for p in swept[:3]) + (" ..." if len(swept) > 3 else ""))
+    owned = OwnedFolder(CHECK_PREFIX)
+    work = owned.path
     try:
         root = sub.unpack(path, work)
         problems = sub.layout_problems(root)
@@ -232,6 +240,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
             "(1920x1080 and 960x540) as the evaluator does...")
         report = ingest(path, data, work / "pred", cache_dir=cache_dir, isolation=isolation,
                         sets=["performance"], batch_size=batch_size, keep_workdir=True,
+                        work_parent=work,
                         progress=False, verbose=False, python=python, install_progress=log,
                         allow_source_builds=allow_source_builds,
                         # synthetic inputs, no reference data, the participant's own machine:
@@ -301,5 +310,5 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
         if report.get("workdir"):
             shutil.rmtree(report["workdir"], ignore_errors=True)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        owned.remove()  # the ingestion's work folder with it
     return findings

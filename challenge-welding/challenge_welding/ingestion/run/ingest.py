@@ -69,11 +69,14 @@ DEFAULTS = dict(
     sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
     decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
     python=None, allow_source_builds=False, install_progress=None, unsafe_unconfined=False,
+    work_parent=None,
 )
 # sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
 # child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
 # decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
 # exclusive_predict: in which sets no decoding runs during predict() calls
+# work_parent: where the work folder (cw-ingest-*) is made (default: the temporary folder);
+# check-submission makes it inside its own locked folder, so a kill leaves nothing unowned
 EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
 REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
@@ -336,6 +339,51 @@ def ingest(submission, input_data, output, **options) -> dict:
     return Ingestion(submission, input_data, output, options).run()
 
 
+# Below this, what the scratch holds did not fill a file system (a full disk of ours)
+FILL_MIN_BYTES = 1 << 20
+
+
+def filled_by_submission(err: int | None, held: int, same_fs: bool, free: int | None,
+                         scratch, what: str) -> str | None:
+    """The error line when the submission filled the file system our write failed on, else
+    None (the fault is ours).
+
+    Its fault when the write failed for want of space (ENOSPC, EDQUOT), its scratch folder is
+    on that file system and holds at least ``FILL_MIN_BYTES``; ``free``: bytes free there
+    now (None: unknown).
+
+    >>> filled_by_submission(28, 50 << 20, True, 0, "/tmp/w/scratch", "the submission's log")
+    "the submission filled the file system: it wrote 50.0 MiB into its scratch folder /tmp/w/scratch (0 bytes left free there), so the submission's log could not be written: write less there (a run's scratch is for small temporary files)"
+    >>> filled_by_submission(28, 10, True, 0, "/tmp/w/scratch", "x") is None
+    True
+    """
+    import errno as errnos
+
+    if err not in (errnos.ENOSPC, errnos.EDQUOT) or not same_fs or held < FILL_MIN_BYTES:
+        return None
+    left = f" ({_size(free)} left free there)" if free is not None else ""
+    return (f"the submission filled the file system: it wrote {_size(held)} into its scratch "
+            f"folder {scratch}{left}, so {what} could not be written: write less there (a "
+            "run's scratch is for small temporary files)")
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 \
+        else f"{n / (1 << 20):.1f} MiB"
+
+
+def _bytes_under(folder) -> int:
+    """Bytes on disk under ``folder`` (blocks of regular files; links not followed)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 class Ingestion:
     """One run of ``ingest``: its options, report, log and answers, and the steps over them.
 
@@ -376,6 +424,7 @@ class Ingestion:
             self.log(f"note: removed {len(swept)} temporary folder(s) that killed runs left: "
                      + ", ".join(str(p) for p in swept[:3]) + (" ..." if len(swept) > 3 else ""))
         self.answers: dict[str, SetAnswers] = {}
+        self.scratch: Path | None = None  # the child's scratch folder, once made
         self.deadline: float | None = None
         self.sets: dict = {}
         # the hand-over buffers, made beside the child's start (_make_pool)
@@ -407,7 +456,7 @@ class Ingestion:
     def _run(self, signals: _Signals) -> dict:
         opt, report = self.opt, self.report
         t_start, clock_start = time.perf_counter(), clock.read()
-        owned = OwnedFolder(TEMP_PREFIX)
+        owned = OwnedFolder(TEMP_PREFIX, dir=opt["work_parent"])
         workdir = owned.path
         if opt["keep_workdir"]:
             report.workdir = str(workdir)
@@ -560,10 +609,29 @@ class Ingestion:
     def _note_output(self, child: Child) -> None:
         out = child.output
         self.report.submission_output_bytes = out.total
-        if out.dropped:
+        if out.fault is not None:
+            self._disk_fault(out.fault, self.private / SUBMISSION_LOG, "the submission's log")
+        elif out.dropped:
             self.report.warn(f"the submission wrote {out.total / 1e6:.1f} MB to stdout/stderr; "
                              f"{SUBMISSION_LOG} keeps the first {self.opt['max_log_mb']:g} MB and "
                              "the last 16 KB", self.log)
+
+    def _disk_fault(self, exc: OSError, path: Path, what: str) -> None:
+        """A write of ours failed while the submission ran: the submission's fault when its
+        scratch, on the same file system, holds what filled it (one error line, the run
+        failed: exit status 1); ours otherwise (one OutputError line, exit status 3)."""
+        scratch = self.scratch
+        held = _bytes_under(scratch) if scratch is not None else 0
+        try:
+            same = os.stat(scratch).st_dev == os.stat(path.parent).st_dev
+            free = shutil.disk_usage(path.parent).free
+        except (OSError, TypeError):
+            same, free = False, None
+        line = filled_by_submission(exc.errno, held, same, free, scratch, what)
+        if line is None:
+            with writing(path, what):
+                raise exc
+        self.report.error(line, self.log)
 
     def _prepare(self, workdir: Path) -> Child | None:  # 61 lines: the steps before a set, in order
         """Unpack, install, start the child and load the model. None when the submission is
@@ -645,8 +713,9 @@ class Ingestion:
         folder (its HOME and temp dir); what is in force goes to ingestion.json."""
         scratch = workdir / "scratch"
         (scratch / "tmp").mkdir(parents=True, exist_ok=True)
+        self.scratch = scratch
         confine = self.box.run(env.path or sys.prefix, [str(root), *env.pythonpath],
-                               [str(scratch)])
+                               [str(scratch)], scratch_dirs=("tmp",))
         confine.env = {"HOME": str(scratch), "TMPDIR": str(scratch / "tmp"),
                        "TEMP": str(scratch / "tmp"), "TMP": str(scratch / "tmp"),
                        "XDG_CACHE_HOME": str(scratch / ".cache")}
