@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from challenge_welding.ingestion.install import environment as envmod
 from challenge_welding.ingestion.run.check import _requirement_findings, check_submission, missing_library_finding
 
 from ingestion_helpers import GOOD, REQUIREMENTS, make_submission
+from test_faults import _kill_leftovers  # the submission's processes, by cwd
 
 NEEDS_MODEL = GOOD.replace(
     "self.loaded = True",
@@ -190,10 +192,6 @@ def test_a_wheelhouse_variable_naming_no_folder_is_refused(tmp_path, monkeypatch
 
 
 # ----------------------------------------------------------------------- a killed check's folders
-import time  # noqa: E402
-
-from test_faults import _kill_leftovers  # noqa: E402 (the submission's processes, by cwd)
-
 # predict() sleeps: the check is mid-run, its child inside a call, when it is killed
 ASLEEP = GOOD.replace("        assert self.loaded\n",
                       "        assert self.loaded\n        import time\n        time.sleep(120)\n")
