@@ -1,7 +1,8 @@
 """Ingestion throughput and timing fairness on full-HD JPEGs, against baselines of the same run.
 
     python benchmarks/ingestion.py [--n 200] [--batch-size 10] [--repeat 3] [--keep DIR]
-                                   [--before TREE [--handover-only] [--ways auto,memfd]]
+                                   [--before TREE [--handover-only] [--ways auto,memfd]
+                                    [--as-worker]]
 
 Figures:
   decode-all-cores   raw cv2 decode of the N files on all cores (a thread pool; cv2 releases
@@ -30,6 +31,8 @@ capability and no namespace: sealed memfds given 2 MiB pages by MADV_COLLAPSE), 
 (the same on a kernel before 6.1: 4 KiB pages). Printed: medians and spreads of the wall
 time and of the CPU per image (the whole ingestion and its child), and the ratios of each
 round's pairs. Goal: after / before >= 0.95 in throughput (median of the pairs).
+--as-worker runs every ingestion (both trees) as a Codabench worker has it: uid 0 with no
+capability, no_new_privs, no user namespace allowed; there "auto" is the real fallback.
 --handover-only skips every other figure.
 Goals: (a) >= 90 % of the all-core decode->RGB throughput (against the fastest decode;
 the ratio against imdecode + BGR->RGB is printed too); (b) median measured time within
@@ -251,11 +254,20 @@ WAYS = {"auto": "after (private huge-page tmpfs where it can be made)",
         "memfd-4k": "after, fallback: memfd, 4 KiB pages (Linux < 6.1)"}
 
 
-def ingest_in(tree: Path, root: Path, data: Path, bs: int, way: str = "auto") -> tuple:
+# --as-worker: each ingestion as a Codabench worker runs it (uid 0 with no capability,
+# no_new_privs, and no namespace to be made: a user namespace whose own limit of user
+# namespaces is 0), so that the mount helper fails for real and "auto" is the fallback
+AS_WORKER = ["unshare", "--user", "--map-root-user", "sh", "-c",
+             "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-all "
+             '--inh-caps=-all --no-new-privs "$@"', "sh"]
+
+
+def ingest_in(tree: Path, root: Path, data: Path, bs: int, way: str = "auto",
+              worker: bool = False) -> tuple:
     """(wall seconds, CPU seconds of the ingestion and its child, both of the performance
     set; ingestion.json's integrity.buffers) of `ingest` (a), run by ``tree``'s package in ``tree``'s own
     environment (``make setup``: .venv, the package installed editable), the hand-over way
-    forced by CHALLENGE_WELDING_HANDOVER=``way``."""
+    forced by CHALLENGE_WELDING_HANDOVER=``way``; ``worker``: run as :data:`AS_WORKER`."""
     import os
 
     python = tree / ".venv" / "bin" / "python"
@@ -264,7 +276,8 @@ def ingest_in(tree: Path, root: Path, data: Path, bs: int, way: str = "auto") ->
     cfg = {"root": str(root), "data": str(data), "bs": bs,
            "bench": str(Path(__file__).resolve().parent)}
     env = {**os.environ, "CHALLENGE_WELDING_HANDOVER": way}
-    proc = subprocess.run([str(python), "-c", ONE_INGEST, json.dumps(cfg)],
+    proc = subprocess.run((AS_WORKER if worker else []) + [str(python), "-c", ONE_INGEST,
+                                                           json.dumps(cfg)],
                           capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"ingest by {tree} failed: {proc.stderr.strip()[-2000:]}")
@@ -339,9 +352,13 @@ def before_after(args, root: Path, paths, workers: int) -> int:
     figures = [("decode->RGB in place, all cores",
                 lambda r: (decode_all_cores_into(paths, workers), float("nan"), {})),
                ("before", lambda r: ingest_in(before, root / f"before{r}", data,
-                                              args.batch_size))]
+                                              args.batch_size, worker=args.as_worker))]
     figures += [(way, lambda r, way=way: ingest_in(here, root / f"{way}{r}", data,
-                                                    args.batch_size, way)) for way in ways]
+                                                    args.batch_size, way, args.as_worker))
+                for way in ways]
+    if args.as_worker:
+        print("every ingestion as a Codabench worker: " + " ".join(AS_WORKER[:5]) + " '"
+              + AS_WORKER[5] + "'")
     wall: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}  # CPU seconds of the set: the ingestion and its child
     kinds: dict[str, set] = {}
@@ -406,6 +423,10 @@ def main(argv=None) -> int:
                          "(auto: the private huge-page tmpfs where it can be made; memfd: the "
                          "fallback a Codabench worker gets; memfd-4k: the fallback on a kernel "
                          "before 6.1); each forced by CHALLENGE_WELDING_HANDOVER")
+    ap.add_argument("--as-worker", action="store_true",
+                    help="with --before: run every ingestion, before and after, as a Codabench "
+                         "worker (uid 0, no capability, no_new_privs, no user namespace: "
+                         "util-linux's unshare and setpriv), where auto is the real fallback")
     args = ap.parse_args(argv)
     root = Path(args.keep or tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     workers = default_workers()
