@@ -1,7 +1,8 @@
 """Ingestion throughput and timing fairness on full-HD JPEGs, against baselines of the same run.
 
     python benchmarks/ingestion.py [--n 200] [--batch-size 10] [--repeat 3] [--keep DIR]
-                                   [--before TREE [--handover-only]]
+                                   [--before TREE [--handover-only] [--ways auto,memfd]
+                                    [--as-worker]]
 
 Figures:
   decode-all-cores   raw cv2 decode of the N files on all cores (a thread pool; cv2 releases
@@ -21,11 +22,18 @@ answer) against the same component's per-image time measured alone, in this proc
 the same decoded images; with --exclusive-predict none for comparison (decoding then
 competes for the 2 cores). Hand-over overhead: the ingestion's own measurement of a round
 trip without predict() (ingestion.json timings.handover_overhead_s), per image.
-Before/after (--before TREE, a checkout of another version, e.g. main): (a) run by TREE's
-code and by this tree's, each in a process of its own with the same harness, interleaved
-in one run; this tree's also with the hand-over forced to 4 KiB-page memfds (what it does
-where no private huge-page tmpfs can be mounted). Goal: after / before >= 0.95 in
-throughput. --handover-only skips every other figure.
+Before/after (--before TREE, a checkout of another version, e.g. the commit before the
+fresh buffers): (a) run by TREE's code and by this tree's, each in a process of its own
+with the same harness, interleaved in one run (the order rotated each round); this tree's
+once per hand-over way of --ways, forced by CHALLENGE_WELDING_HANDOVER: auto (the private
+huge-page tmpfs where it can be mounted), memfd (the fallback a Codabench worker gets, no
+capability and no namespace: sealed memfds given 2 MiB pages by MADV_COLLAPSE), memfd-4k
+(the same on a kernel before 6.1: 4 KiB pages). Printed: medians and spreads of the wall
+time and of the CPU per image (the whole ingestion and its child), and the ratios of each
+round's pairs. Goal: after / before >= 0.95 in throughput (median of the pairs).
+--as-worker runs every ingestion (both trees) as a Codabench worker has it: uid 0 with no
+capability, no_new_privs, no user namespace allowed; there "auto" is the real fallback.
+--handover-only skips every other figure.
 Goals: (a) >= 90 % of the all-core decode->RGB throughput (against the fastest decode;
 the ratio against imdecode + BGR->RGB is printed too); (b) median measured time within
 5 % of the alone-measured one.
@@ -203,124 +211,205 @@ def run_ingest(root: Path, data: Path, cpu: float, batch_size: int, **opts) -> d
 
 
 # One `ingest` (a) in a process of its own, in a tree's environment (another tree's for
-# "before"); prints the performance set's wall time.
+# "before"); prints the performance set's wall time and CPU (ingestion and child).
 ONE_INGEST = r"""
 import json, sys
 from pathlib import Path
 cfg = json.loads(sys.argv[1])
-if cfg["memfd"]:  # the fallback where no private huge-page tmpfs can be mounted
-    from challenge_welding.ingestion.handover import buffers
-    buffers._huge.update(fd=None, why="forced by the benchmark")
+import os, time
+import importlib
+try:  # the rooms' layout (ingestion/run/ingest.py), else the flat one (ingestion/run.py)
+    run = importlib.import_module("challenge_welding.ingestion.run.ingest")
+except ImportError:
+    run = importlib.import_module("challenge_welding.ingestion.run")
+TICK = os.sysconf("SC_CLK_TCK")
+set_cpu = []
+
+
+def child_cpu(pid):  # utime + stime of the child process (all its threads), in seconds
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def timed_set(child, *args, _inner=run.predict_set, **kwargs):
+    # the CPU of one set: every thread of the ingestion (decoding, buffers, hand-over) and
+    # the child (mapping, views, the free), from the set's start to its end
+    c0, p0 = child_cpu(child.proc.pid), time.process_time()
+    try:
+        return _inner(child, *args, **kwargs)
+    finally:
+        set_cpu.append(time.process_time() - p0 + child_cpu(child.proc.pid) - c0)
+
+
+run.predict_set = timed_set  # the same in both trees: the ingest module calls predict_set by this name
 sys.path.insert(0, cfg["bench"])
 from ingestion import run_ingest
 t = run_ingest(Path(cfg["root"]), Path(cfg["data"]), 0.0, cfg["bs"])
-import resource
-a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime  # the ingestion and its child
-print(json.dumps({"wall_s": t["wall_s"], "cpu_s": cpu}))
+report = json.loads((Path(cfg["root"]) / "pred" / "ingestion.json").read_text())
+print(json.dumps({"wall_s": t["wall_s"], "cpu_s": sum(set_cpu),
+                  "buffers": report["integrity"].get("buffers", {})}))
 """
 
+# the hand-over ways --ways may name: what CHALLENGE_WELDING_HANDOVER forces in this tree
+# (buffers.HANDOVER_WAYS); the before tree ignores the variable
+WAYS = {"auto": "after (private huge-page tmpfs where it can be made)",
+        "memfd": "after, fallback: memfd (2 MiB pages by MADV_COLLAPSE)",
+        "memfd-4k": "after, fallback: memfd, 4 KiB pages (Linux < 6.1)"}
 
-def ingest_in(tree: Path, root: Path, data: Path, bs: int, memfd: bool = False) -> tuple:
-    """The performance set's wall seconds of `ingest` (a), run by ``tree``'s package in
-    ``tree``'s own environment (``make setup``: .venv, the package installed editable)."""
+
+# --as-worker: each ingestion as a Codabench worker runs it (uid 0 with no capability,
+# no_new_privs, and no namespace to be made: a user namespace whose own limit of user
+# namespaces is 0), so that the mount helper fails for real and "auto" is the fallback
+AS_WORKER = ["unshare", "--user", "--map-root-user", "sh", "-c",
+             "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-all "
+             '--inh-caps=-all --no-new-privs "$@"', "sh"]
+
+
+def ingest_in(tree: Path, root: Path, data: Path, bs: int, way: str = "auto",
+              worker: bool = False) -> tuple:
+    """(wall seconds, CPU seconds of the ingestion and its child, both of the performance
+    set; ingestion.json's integrity.buffers) of `ingest` (a), run by ``tree``'s package in ``tree``'s own
+    environment (``make setup``: .venv, the package installed editable), the hand-over way
+    forced by CHALLENGE_WELDING_HANDOVER=``way``; ``worker``: run as :data:`AS_WORKER`."""
+    import os
+
     python = tree / ".venv" / "bin" / "python"
     if not python.exists():
         raise RuntimeError(f"{python} is missing: run `make setup` in {tree}")
-    cfg = {"root": str(root), "data": str(data), "bs": bs, "memfd": memfd,
+    cfg = {"root": str(root), "data": str(data), "bs": bs,
            "bench": str(Path(__file__).resolve().parent)}
-    proc = subprocess.run([str(python), "-c", ONE_INGEST, json.dumps(cfg)],
-                          capture_output=True, text=True, check=False)
+    env = {**os.environ, "CHALLENGE_WELDING_HANDOVER": way}
+    proc = subprocess.run((AS_WORKER if worker else []) + [str(python), "-c", ONE_INGEST,
+                                                           json.dumps(cfg)],
+                          capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"ingest by {tree} failed: {proc.stderr.strip()[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out["wall_s"], out["cpu_s"]
+    return out["wall_s"], out["cpu_s"], out["buffers"]
 
 
-def buffer_lifecycle(kind: str | None, rounds: int = 20) -> float:
-    """CPU seconds (this thread) per batch buffer of ten full-HD images: written whole (as
-    the decoders write it), then, for a fresh buffer, sealed, mapped copy-on-write and read
-    a byte per page (as the child would), and freed. ``kind`` None: the former way, one
-    buffer mapped and faulted once, then rewritten in place for every batch."""
+def buffer_lifecycle(way: str | None, rounds: int = 20) -> float:
+    """CPU seconds (this thread) per batch buffer of ten full-HD images: made, written whole
+    (as the decoders write it), then, for a fresh buffer, sealed, mapped copy-on-write and
+    read a byte per page (as the child would), and freed. ``way``: a hand-over way
+    (buffers.HANDOVER_WAYS, "tmpfs" for the private tmpfs); None: the former way, one
+    buffer mapped and faulted once, then rewritten in place for every batch. Median."""
     import mmap
+    import os
 
+    from challenge_welding.ingestion.handover import buffers
     from challenge_welding.ingestion.handover.buffers import BatchBuffer, layout
 
-    nbytes = layout([(1080, 1920)] * 10)[1]
+    nbytes = buffers.BufferPool(kind="memfd")._new(layout([(1080, 1920)] * 10)[1]).size
     image = np.full(nbytes, 90, np.uint8)
-    reused = BatchBuffer(nbytes, kind="memfd") if kind is None else None
-    if reused is not None:
-        np.ndarray(nbytes, np.uint8, buffer=reused.mm)[:] = 0  # prefilled: faulted once
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.thread_time()
-        buf = reused or BatchBuffer(nbytes, kind=kind)
-        np.ndarray(nbytes, np.uint8, buffer=buf.mm)[:] = image
-        if reused is None:
-            fd = buf.seal()
-            child = mmap.mmap(fd, buf.size, access=mmap.ACCESS_COPY)
-            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
-            child.close()
-            buf.close()
-        else:  # the child mapped it shared and read it the same way
-            child = mmap.mmap(buf.fd, buf.size)
-            np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
-            child.close()
-        best = min(best, time.thread_time() - t0)
-    if reused is not None:
-        reused.close()
-    return best
+    saved = os.environ.get(buffers.HANDOVER_ENV)
+    os.environ[buffers.HANDOVER_ENV] = way if way in buffers.HANDOVER_WAYS else "auto"
+    kind = "tmpfs" if way == "tmpfs" else "memfd"
+    try:
+        reused = BatchBuffer(nbytes, kind="memfd") if way is None else None
+        if reused is not None:
+            np.ndarray(nbytes, np.uint8, buffer=reused.mm)[:] = 0  # prefilled: faulted once
+        times = []
+        for _ in range(rounds):
+            t0 = time.thread_time()
+            buf = reused or BatchBuffer(nbytes, kind=kind)
+            np.ndarray(nbytes, np.uint8, buffer=buf.mm)[:] = image
+            if reused is None:
+                fd = buf.seal()
+                child = mmap.mmap(fd, buf.size, access=mmap.ACCESS_COPY)
+                np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+                child.close()
+                buf.close()
+            else:  # the child mapped it shared and read it the same way
+                child = mmap.mmap(buf.fd, buf.size)
+                np.frombuffer(child, np.uint8)[::mmap.PAGESIZE].sum()
+                child.close()
+            times.append(time.thread_time() - t0)
+        if reused is not None:
+            reused.close()
+        return float(np.median(times))
+    finally:
+        if saved is None:
+            os.environ.pop(buffers.HANDOVER_ENV, None)
+        else:
+            os.environ[buffers.HANDOVER_ENV] = saved
+
+
+def _spread(xs) -> str:
+    """'median (min-max)' of a list of numbers."""
+    return f"{np.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
 
 
 def before_after(args, root: Path, paths, workers: int) -> int:
-    """(a) by the --before tree and by this one, interleaved, against the all-core decode."""
+    """(a) by the --before tree and by this one (each hand-over way of --ways), against the
+    all-core decode; interleaved, the order rotated each round; medians and spreads, and
+    the ratios of each round's pairs (after / before: the same minute's load)."""
     here = Path(__file__).resolve().parent.parent
     before = Path(args.before).resolve()
-    runs: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}  # CPU seconds of the whole ingestion process and its child
+    ways = [w.strip() for w in args.ways.split(",") if w.strip()]
+    bad = [w for w in ways if w not in WAYS]
+    if bad:
+        raise SystemExit(f"--ways {','.join(bad)}: not a hand-over way; use some of "
+                         f"{','.join(WAYS)}")
+    data = root / "input_data"
+    figures = [("decode->RGB in place, all cores",
+                lambda r: (decode_all_cores_into(paths, workers), float("nan"), {})),
+               ("before", lambda r: ingest_in(before, root / f"before{r}", data,
+                                              args.batch_size, worker=args.as_worker))]
+    figures += [(way, lambda r, way=way: ingest_in(here, root / f"{way}{r}", data,
+                                                    args.batch_size, way, args.as_worker))
+                for way in ways]
+    if args.as_worker:
+        print("every ingestion as a Codabench worker: " + " ".join(AS_WORKER[:5]) + " '"
+              + AS_WORKER[5] + "'")
+    wall: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # CPU seconds of the set: the ingestion and its child
+    kinds: dict[str, set] = {}
     for r in range(args.repeat):
-        for name, fn in (
-                ("decode->RGB in place, all cores",
-                 lambda: (decode_all_cores_into(paths, workers), float("nan"))),
-                (f"ingest (a), before ({before})",
-                 lambda: ingest_in(before, root / f"before{r}", root / "input_data",
-                                   args.batch_size)),
-                ("ingest (a), after", lambda: ingest_in(here, root / f"after{r}",
-                                                        root / "input_data", args.batch_size)),
-                ("ingest (a), after, 4 KiB memfds",
-                 lambda: ingest_in(here, root / f"memfd{r}", root / "input_data",
-                                   args.batch_size, memfd=True))):
-            wall, cpu_s = fn()
-            runs.setdefault(name, []).append(wall)
-            cpu.setdefault(name, []).append(cpu_s)
+        k = r % len(figures)
+        for name, fn in figures[k:] + figures[:k]:  # rotated: no figure always runs first
+            w, c, buffers = fn(r)
+            wall.setdefault(name, []).append(w)
+            cpu.setdefault(name, []).append(c)
+            if buffers.get("kind"):  # the before tree does not say
+                kinds.setdefault(name, set()).add(
+                    f"{buffers.get('kind')}, {buffers.get('collapsed', '-')} of "
+                    f"{buffers.get('made')} collapsed")
     n = args.n
-    best = {k: min(v) for k, v in runs.items()}
-    t_dec = best["decode->RGB in place, all cores"]
-    print(f"\n{'':50s} {'wall s':>7s} {'img/s':>7s} {'/decode':>8s} {'CPU ms/img':>10s}"
-          "   all runs (s)")
-    for name, t in best.items():
-        print(f"{name[:50]:50s} {t:7.2f} {n / t:7.1f} {t_dec / t:8.1%} "
-              f"{1000 * min(cpu[name]) / n:10.1f}   " + " ".join(f"{x:.2f}" for x in runs[name]))
-    t_before = best[f"ingest (a), before ({before})"]
-    ratio = t_before / best["ingest (a), after"]
-    print(f"\nafter / before throughput = {ratio:.3f} (goal >= 0.95); 4 KiB memfds / before "
-          f"= {t_before / best['ingest (a), after, 4 KiB memfds']:.3f}; pairs of one round "
-          "(after/before): " + " ".join(
-              f"{b / a:.3f}" for b, a in zip(runs[f"ingest (a), before ({before})"],
-                                            runs["ingest (a), after"])))
+    t_dec = float(np.median(wall["decode->RGB in place, all cores"]))
+    label = {"before": f"before ({before})", **WAYS}
+    print(f"\nmedians of {args.repeat} rounds (min-max); CPU: the ingestion's and its child's "
+          "during the set")
+    print(f"{'':54s} {'wall s':>20s} {'img/s':>7s} {'/decode':>8s} {'CPU ms/img':>22s}")
+    for name, _fn in figures:
+        t = float(np.median(wall[name]))
+        cpu_ms = [1000 * c / n for c in cpu[name]]
+        print(f"{label.get(name, name)[:54]:54s} {_spread(wall[name]):>20s} {n / t:7.1f} "
+              f"{t_dec / t:8.1%} " + (f"{_spread(cpu_ms):>22s}" if name != figures[0][0] else "")
+              + (f"  [{'; '.join(sorted(kinds[name]))}]" if name in kinds else ""))
+    ok = True
+    print("\nafter / before, pairs of one round (throughput = before wall / after wall; "
+          "CPU = after CPU / before CPU): median (min-max)")
+    for way in ways:
+        thr = [b / a for b, a in zip(wall["before"], wall[way])]
+        cpr = [a / b for a, b in zip(cpu[way], cpu["before"])]
+        goal = float(np.median(thr)) >= 0.95
+        ok = ok and goal
+        print(f"  {way:9s} throughput {_spread(thr)} {'(goal >= 0.95 met)' if goal else '(goal >= 0.95 MISSED)'};"
+              f"  CPU per image {_spread(cpr)};  pairs: " + " ".join(f"{x:.2f}" for x in thr))
     from challenge_welding.ingestion.handover import buffers
 
-    print("\nCPU per batch buffer of 10 full-HD images, write + child mapping + free, best of 20 "
-          "(ms): reused (before) " f"{1000 * buffer_lifecycle(None):.1f}; fresh memfd, 4 KiB "
-          f"pages {1000 * buffer_lifecycle('memfd'):.1f}" + (
-              f"; fresh private tmpfs, huge pages {1000 * buffer_lifecycle('tmpfs'):.1f}"
-              if buffers.huge_folder() is not None else
-              f"; no private tmpfs here ({buffers._huge['why']})"))
-    c_before = min(cpu[f"ingest (a), before ({before})"])
-    print(f"CPU per image (whole ingestion, start and prefill included), after / before: "
-          f"{min(cpu['ingest (a), after']) / c_before:.3f}; 4 KiB memfds / before "
-          f"{min(cpu['ingest (a), after, 4 KiB memfds']) / c_before:.3f}")
-    return 0 if ratio >= 0.95 else 1
+    life = {"reused (before)": None, "fresh memfd, 4 KiB pages": "memfd-4k",
+            "fresh memfd, MADV_COLLAPSE": "memfd"}
+    if buffers.huge_folder() is not None:
+        life["fresh private tmpfs, huge pages"] = "tmpfs"
+    print("\nCPU per batch buffer of 10 full-HD images, made + written + child mapping + free, "
+          "median of 20 (ms): " + "; ".join(f"{k} {1000 * buffer_lifecycle(w):.1f}"
+                                          for k, w in life.items())
+          + ("" if buffers.huge_folder() is not None
+             else f"; no private tmpfs here ({buffers._huge['why']})"))
+    return 0 if ok else 1
 
 
 def main(argv=None) -> int:
@@ -333,6 +422,15 @@ def main(argv=None) -> int:
                     help="a checkout of another version (e.g. main): (a) by its code and ours")
     ap.add_argument("--handover-only", action="store_true",
                     help="with --before: only the decode and the before/after ingestions")
+    ap.add_argument("--ways", default="auto,memfd",
+                    help="with --before: this tree's hand-over ways to measure, comma-separated "
+                         "(auto: the private huge-page tmpfs where it can be made; memfd: the "
+                         "fallback a Codabench worker gets; memfd-4k: the fallback on a kernel "
+                         "before 6.1); each forced by CHALLENGE_WELDING_HANDOVER")
+    ap.add_argument("--as-worker", action="store_true",
+                    help="with --before: run every ingestion, before and after, as a Codabench "
+                         "worker (uid 0, no capability, no_new_privs, no user namespace: "
+                         "util-linux's unshare and setpriv), where auto is the real fallback")
     args = ap.parse_args(argv)
     root = Path(args.keep or tempfile.mkdtemp(prefix="cw-bench-ingest-"))
     workers = default_workers()

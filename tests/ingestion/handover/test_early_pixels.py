@@ -487,6 +487,10 @@ def attack(tmp_path, data, env_cache, hold: str, component: str = COMPONENT.form
     if kind != "auto" and (out / "ingestion.json").is_file():
         kinds = json.loads((out / "ingestion.json").read_text())["integrity"]["buffers"]
         assert kinds["kind"] == kind, kinds
+        from challenge_welding.ingestion.handover import buffers
+
+        if kind == "memfd" and buffers.collapse_wanted(buffers.HUGE):
+            assert kinds["collapsed"] >= 1, kinds  # the fallback's 2 MiB pages, attacked too
     report = json.loads((out / "ingestion.json").read_text()) \
         if (out / "ingestion.json").is_file() else {}
     pred = pd.read_parquet(out / "performance.parquet") \

@@ -4,6 +4,8 @@ unlinked file in /dev/shm, falling back to the temporary folder when /dev/shm is
 
 import mmap
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -164,3 +166,135 @@ def test_the_pool_reuses_only_buffers_that_never_crossed():
     assert unused.fd == -1 and pool.free == []
     assert pool.take(500) is not unused and pool.made == 2
     pool.close()
+
+
+def _pmd_mapped_kib(fd: int, size: int) -> int:
+    """KiB of ``fd``'s first ``size`` bytes that the kernel maps with 2 MiB entries when read
+    through a fresh read-only mapping at a 2 MiB-aligned address (the kernel's accounting,
+    /proc/self/smaps; a file of 4 KiB pages shows 0 whatever its alignment)."""
+    import ctypes
+
+    from challenge_welding.ingestion.handover.buffers import HUGE, MAP_FIXED, _libc
+
+    libc = _libc()
+    base = libc.mmap(None, size + HUGE, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    at = (base + HUGE - 1) // HUGE * HUGE
+    assert libc.mmap(at, size, mmap.PROT_READ, mmap.MAP_SHARED | MAP_FIXED, fd, 0) == at
+    try:
+        np.frombuffer((ctypes.c_ubyte * size).from_address(at), np.uint8)[::4096].sum()
+        with open("/proc/self/smaps") as fh:
+            text = fh.read()
+        rest = text[text.index(f"{at:x}-"):]
+        return next(int(line.split()[1]) for line in rest.splitlines()
+                    if line.startswith(("ShmemPmdMapped", "FilePmdMapped")))
+    finally:
+        libc.munmap(base, size + HUGE)
+
+
+def _collapse_or_skip():
+    from challenge_welding.ingestion.handover import buffers
+
+    if not buffers.collapse_wanted(16 << 20):
+        pytest.skip("memfds are not collapsed here (shmem_enabled "
+                    f"{buffers.shmem_huge_setting() or 'missing'}; {buffers._collapse})")
+
+
+def test_a_fallback_memfd_gets_2_mib_pages_fresh_and_sealed(monkeypatch):
+    """The fallback (no namespace may be made: a Codabench worker) is fast because its memfds
+    get 2 MiB pages by MADV_COLLAPSE, with no privilege and shmem_enabled "never": the
+    kernel maps a fresh read-only mapping of the sealed buffer with 2 MiB entries. The
+    buffer is fresh (all zero before we write), holds what was written, is sealed, and a
+    memfd forced to 4 KiB pages (CHALLENGE_WELDING_HANDOVER=memfd-4k) shows none."""
+    import fcntl
+
+    from challenge_welding.ingestion.handover.buffers import SEALS
+
+    monkeypatch.delenv("CHALLENGE_WELDING_HANDOVER", raising=False)
+    _collapse_or_skip()
+    buf = BatchBuffer(16 << 20, kind="memfd")
+    assert buf.huge == 16 << 20 and buf.aligned is not None
+    whole = np.ndarray(buf.size, np.uint8, buffer=buf.mm)
+    assert not whole.any()  # fresh memory: nothing of an earlier batch
+    whole[::4096] = 5
+    del whole
+    fd = buf.seal()
+    assert fcntl.fcntl(fd, fcntl.F_GET_SEALS) == SEALS and buf.mm is None
+    assert read_back_private(fd, buf.size, 4096 * 1000, 2) == bytes([5, 0])
+    assert _pmd_mapped_kib(fd, buf.size) == 16 << 10
+    buf.close()
+
+    monkeypatch.setenv("CHALLENGE_WELDING_HANDOVER", "memfd-4k")
+    small = BatchBuffer(16 << 20, kind="memfd")
+    assert small.huge == 0 and small.aligned is None
+    np.ndarray(small.size, np.uint8, buffer=small.mm)[::4096] = 5
+    assert _pmd_mapped_kib(small.seal(), small.size) == 0
+    small.close()
+
+
+@pytest.mark.parametrize("size", [4 << 20, 1000])
+def test_a_buffer_is_never_unmapped_under_a_live_view(size):
+    """Sealing refuses (BufferError) while a view of the buffer lives, so no view of ours
+    ever points at unmapped memory; once the view is gone, it seals. Both mappings: the
+    collapsed memfd's 2 MiB-aligned one (4 MiB) and Python's mmap (1000 bytes). Before,
+    views were np.ndarray(buffer=mmap), which holds no buffer export in numpy 2.4: sealing
+    went through and left the view on unmapped memory (a crash on its next use)."""
+    if size >= 2 << 20:
+        _collapse_or_skip()
+    buf = BatchBuffer(size, kind="memfd")
+    assert (buf.aligned is not None) == (size >= 2 << 20)
+    view = buf.view(64, 2, 3)
+    view[:] = 3
+    with pytest.raises(BufferError):
+        buf.seal()
+    assert buf.mm is not None and not buf.sealed and int(view.sum()) == 3 * 18  # still mapped
+    del view
+    buf.seal()
+    assert read_back_private(buf.fd, buf.size, 64, 19) == bytes([3] * 18 + [0])
+    buf.close()
+
+
+def test_the_handover_way_is_forced_by_one_variable_and_checked():
+    """CHALLENGE_WELDING_HANDOVER=memfd makes a process take the fallback (what a worker
+    without CAP_SYS_ADMIN and user namespaces gets: see the next test), with no tmpfs
+    mounted; a value that is no way is one error naming the variable and the ways."""
+    script = ("from challenge_welding.ingestion.handover import buffers as p\n"
+              "print(p.handover_kind(), '|', p._huge['why'])")
+    env = {**os.environ, "CHALLENGE_WELDING_HANDOVER": "memfd"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "memfd | CHALLENGE_WELDING_HANDOVER=memfd", out
+    env["CHALLENGE_WELDING_HANDOVER"] = "hugetlb"
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 1
+    assert ("ChallengeError: CHALLENGE_WELDING_HANDOVER='hugetlb' is not a hand-over way: unset "
+            "it, or set it to one of auto, memfd, memfd-4k") in proc.stderr
+
+
+def test_a_worker_without_capabilities_or_user_namespaces_gets_collapsed_memfds():
+    """The fallback for real, as a Codabench worker has it: uid 0 with no capability at all,
+    no_new_privs, and no namespace to be made (a user namespace whose limit of nested user
+    namespaces is 0). The mount helper fails, the buffers are memfds, and MADV_COLLAPSE
+    still gives them 2 MiB pages (it needs no privilege)."""
+    import shutil
+
+    if not (shutil.which("unshare") and shutil.which("setpriv")):
+        pytest.skip("needs util-linux's unshare and setpriv")
+    _collapse_or_skip()
+    script = ("from challenge_welding.ingestion.handover import buffers as p\n"
+              "b = p.BatchBuffer(8 << 20)\n"
+              "cap = open('/proc/self/status').read().split('CapEff:')[1].split()[0]\n"
+              "print(b.kind, b.huge >> 20, cap, '|', p._huge['why'])")
+    inner = (f"setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "
+             f"{sys.executable} -c \"$0\"")
+    proc = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c",
+                           "echo 0 > /proc/sys/user/max_user_namespaces && exec " + inner,
+                           script], capture_output=True, text=True, check=False,
+                          env={k: v for k, v in os.environ.items()
+                               if k != "CHALLENGE_WELDING_HANDOVER"})
+    if proc.returncode != 0 and "unshare" in proc.stderr[:200]:
+        pytest.skip(f"no user namespace here to emulate the worker: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    kind, mib, cap, why = proc.stdout.split(maxsplit=3)
+    assert (kind, mib, cap) == ("memfd", "8", "0000000000000000"), proc.stdout
+    assert why.startswith("| unshare:"), why  # the helper's own failure, not a forced way

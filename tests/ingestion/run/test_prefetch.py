@@ -72,7 +72,7 @@ def test_exclusive_mode_decodes_in_bursts_of_the_stock_between_predicts(tmp_path
     batches = [paths[i:i + 2] for i in range(0, 14, 2)]
     stats = DecodeStats()
     pool = BufferPool(keep=10)
-    # a batch of these small images takes one buffer step (8 MiB): a stock of 3 batches
+    # a batch of these small images takes one buffer step (STEP): a stock of 3 batches
     # (sizes read from the headers before decoding), bursts of 3, 3, then 1
     pre = Prefetcher(batches, pool, workers=2, lookahead=1, stats=stats, ahead=False,
                      stock_bytes=3 * STEP)
@@ -98,7 +98,7 @@ def test_prefilled_buffers_serve_the_first_stock_without_making_any(tmp_path):
     paths = make_jpegs(tmp_path, 12)
     batches = [paths[i:i + 2] for i in range(0, 12, 2)]
     pool = BufferPool(keep=10)
-    pool.prefill(100, 4)  # as the ingestion does while the child starts: 4 buffers of 8 MiB
+    pool.prefill(100, 4)  # as the ingestion does while the child starts: 4 buffers of one STEP
     assert (pool.made, pool.reused, len(pool.free)) == (4, 0, 4)
     pre = Prefetcher(batches, pool, workers=2, lookahead=1, ahead=False, stock_bytes=3 * STEP)
     for batch in pre:

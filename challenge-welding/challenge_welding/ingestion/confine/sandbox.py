@@ -31,7 +31,7 @@ can be lifted afterwards):
   (``RLIMIT_FSIZE``, SIGXFSZ ignored: the write fails with EFBIG in the submission's code).
   Where a mount namespace is lent, the scratch folder is a tmpfs of that size of its own
   (layers.py), so what the submission writes can never fill our file system; where none is,
-  a fill is at least told apart from ours (run.py names what the scratch holds).
+  a fill is at least told apart from ours (run/ingest.py names what the scratch holds).
 
 A fork storm is the reaper's watchdog's business (reaper.Watchdog): RLIMIT_NPROC does not
 bind root.

@@ -33,9 +33,13 @@ What holds, and why (docs/integrity.md, "Early pixels"):
   kernel lets us mount a private tmpfs with transparent huge pages (root, or an
   unprivileged user namespace: :func:`huge_folder`), buffers are files there: 2 MiB pages
   cost about a twentieth, less than the former reused buffers' 4 KiB mappings. Otherwise
-  a sealed memfd (huge pages too where the system's shmem_enabled allows them). Buffers are
-  made and their space reserved ahead, between timed calls (decode.py's bursts, ingest.py's
-  prefill while the child loads); a buffer never handed over (a cancelled batch) is reused.
+  (a Codabench worker: no capability, no namespace) a sealed memfd, given 2 MiB pages
+  by ``MADV_COLLAPSE`` (Linux 6.1+, whatever shmem_enabled says but "deny":
+  :func:`collapse_huge`), else by the system's shmem_enabled, else 4 KiB pages.
+  ``CHALLENGE_WELDING_HANDOVER`` forces a way (:data:`HANDOVER_WAYS`: benchmarks and
+  tests). Buffers are made and their space reserved ahead, between timed calls (decode.py's
+  bursts, ingest.py's prefill while the child loads); a buffer never handed over (a cancelled
+  batch) is reused.
 
 A memfd lives in RAM outside /dev/shm, so a container's 64 MB /dev/shm does not limit it.
 Without memfd (not Linux) the buffer is a file created and unlinked in /dev/shm when it has
@@ -47,6 +51,7 @@ first write.
 from __future__ import annotations
 
 import contextlib
+import errno
 try:
     import fcntl
 except ImportError:  # Windows: no seals; the file fallback crosses read-only (see seal())
@@ -63,10 +68,19 @@ import threading
 
 import numpy as np
 
+from challenge_welding.contract.errors import ChallengeError
+
 SEALS = (getattr(fcntl, "F_SEAL_SHRINK", 2) | getattr(fcntl, "F_SEAL_GROW", 4)
          | getattr(fcntl, "F_SEAL_WRITE", 8) | getattr(fcntl, "F_SEAL_SEAL", 1))
 MADV_HUGEPAGE = 14
+MADV_COLLAPSE = 25  # Linux 6.1+
+HUGE = 2 << 20  # a PMD-sized transparent huge page on x86-64 and arm64 (4 KiB base pages)
 SHMEM_ENABLED = "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+HANDOVER_ENV = "CHALLENGE_WELDING_HANDOVER"
+# what the variable may force: the private huge-page tmpfs when it can be made (the default);
+# a memfd, as where no namespace may be made (2 MiB pages where MADV_COLLAPSE works); a
+# memfd with 4 KiB pages (what a kernel before 6.1 gives, e.g. 5.15)
+HANDOVER_WAYS = ("auto", "memfd", "memfd-4k")
 
 
 def buffer_dirs() -> list[str]:
@@ -159,9 +173,21 @@ def huge_folder() -> int | None:
         return _huge["fd"]
 
 
+def handover_way() -> str:
+    """The way ``CHALLENGE_WELDING_HANDOVER`` forces (one of :data:`HANDOVER_WAYS`;
+    unset or empty: "auto"). Another value is a ChallengeError naming the variable."""
+    way = os.environ.get(HANDOVER_ENV, "").strip() or "auto"
+    if way not in HANDOVER_WAYS:
+        raise ChallengeError(f"{HANDOVER_ENV}={way!r} is not a hand-over way: unset it, or set "
+                         f"it to one of {', '.join(HANDOVER_WAYS)}")
+    return way
+
+
 def _mount_huge_folder() -> dict:
     if not sys.platform.startswith("linux") or not hasattr(os, "O_TMPFILE"):
         return {"fd": None, "why": "not Linux"}
+    if handover_way() != "auto":
+        return {"fd": None, "why": f"{HANDOVER_ENV}={handover_way()}"}
     setting = shmem_huge_setting()
     if setting in ("always", "within_size", "force"):
         return {"fd": None, "why": f"memfds get huge pages (shmem_enabled {setting})"}
@@ -191,6 +217,93 @@ def _mount_huge_folder() -> dict:
             os.rmdir(where)  # the mount was in the helper's namespace only: empty here
 
 
+# -- 2 MiB pages for a memfd, without mounting anything ------------------------------------
+# MADV_COLLAPSE (Linux 6.1+) turns the small pages of a shmem range mapped at a 2 MiB-aligned
+# address into huge pages, whatever shmem_enabled says (but "deny"), with no privilege. One
+# small page per 2 MiB is touched first (an empty range has nothing to collapse); the rest
+# is zeroed once, as part of a huge page. The parent then writes through that same aligned
+# mapping, so its writes fault once per 2 MiB, not per 4 KiB (through an unaligned mapping
+# of the same huge pages they cost 6x more). Hand-written with ctypes: Python's mmap cannot
+# choose the address, and no maintained library offers this call.
+_collapse: dict = {}  # {"ok": False, "why": str} once the kernel refused: not tried again
+
+
+def _libc():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc
+
+
+def collapse_wanted(size: int) -> bool:
+    """Whether a memfd of ``size`` bytes is to be collapsed: at least one 2 MiB page; not
+    where the system already faults shmem in huge pages ("always", "within_size", "force")
+    or refuses them ("deny", or no setting at all), not when 4 KiB pages are forced
+    (:data:`HANDOVER_ENV` ``memfd-4k``), and not after the kernel refused once."""
+    if size < HUGE or not sys.platform.startswith("linux") or "ok" in _collapse:
+        return False
+    return handover_way() != "memfd-4k" and shmem_huge_setting() in ("never", "advise")
+
+
+class AlignedMapping:
+    """The first ``size`` bytes of ``fd`` mapped shared and read-write at a 2 MiB-aligned
+    address, inside an anonymous Python mmap one huge page longer (``anon``) whose aligned
+    part the file mapping replaces (MAP_FIXED). ``mm`` is a memoryview of exactly those
+    bytes: numpy views of it hold an export of ``anon``, so :meth:`close` (anon.close(),
+    which unmaps the whole span) refuses with BufferError while a view lives, as
+    mmap.close() does. ``huge``: the bytes MADV_COLLAPSE gave 2 MiB pages (0 where the
+    kernel cannot: before 6.1, no transparent huge pages, none free right now)."""
+
+    def __init__(self, fd: int, size: int):
+        import ctypes
+
+        self.size = size
+        self.anon = mmap.mmap(-1, size + HUGE, flags=mmap.MAP_PRIVATE)
+        probe = ctypes.c_char.from_buffer(self.anon)  # its address (an export, dropped next)
+        base = ctypes.addressof(probe)
+        del probe
+        self.shift = -base % HUGE
+        at = base + self.shift
+        got = _libc().mmap(at, size, mmap.PROT_READ | mmap.PROT_WRITE,
+                           mmap.MAP_SHARED | MAP_FIXED, fd, 0)  # within our own mapping only
+        if got != at:
+            err = ctypes.get_errno()
+            self.anon.close()
+            raise OSError(err, f"mmap: {os.strerror(err)}")
+        self.mm: memoryview | None = memoryview(self.anon)[self.shift:self.shift + size]
+        span = size // HUGE * HUGE
+        for k in range(0, span, HUGE):
+            self.mm[k] = 0  # a page to collapse around (the file reads 0 there anyway)
+        try:
+            self.anon.madvise(MADV_COLLAPSE, self.shift, span)
+            self.huge = span
+        except OSError as exc:
+            self.huge = 0
+            if exc.errno == errno.EINVAL:
+                # no MADV_COLLAPSE (Linux < 6.1) or no huge pages for shmem: not tried again
+                # (EAGAIN, ENOMEM: no huge page free now; this buffer keeps 4 KiB pages)
+                _collapse.update(ok=False, why=f"MADV_COLLAPSE: {exc.strerror}")
+
+    def close(self) -> None:
+        """Unmap; BufferError (and still mapped, ``mm`` usable) while a view of it lives."""
+        if self.anon.closed:
+            return
+        self.mm = None  # ours only: a numpy view keeps its own reference, and the export
+        try:
+            self.anon.close()
+        except BufferError:
+            self.mm = memoryview(self.anon)[self.shift:self.shift + self.size]
+            raise
+
+
+MAP_FIXED = 0x10
+
+
 def handover_kind() -> str:
     """How this process makes hand-over buffers: "tmpfs", "memfd" or "file"."""
     if huge_folder() is not None:
@@ -212,10 +325,16 @@ class BatchBuffer:
         kind = kind or ("file" if dirs is not None else handover_kind())
         self.ro = -1  # the read-only descriptor the child gets (file kinds)
         self.mm: mmap.mmap | None = None
+        self.aligned: AlignedMapping | None = None  # the writer's mapping of a collapsed memfd
         if kind == "memfd":
             self.fd = os.memfd_create("cw-batch", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, size)
             self.where = "memfd"
+            if collapse_wanted(size):
+                try:
+                    self.aligned = AlignedMapping(self.fd, size)
+                except OSError:  # no address space left: the plain mapping below
+                    self.aligned = None
         elif kind == "tmpfs":
             self.fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600,
                               dir_fd=huge_folder())
@@ -229,18 +348,33 @@ class BatchBuffer:
         else:
             self.fd, self.ro, self.where = _unlinked_file(size, dirs or buffer_dirs())
         self.kind, self.size, self.sealed = kind, size, False
-        self.mm = mmap.mmap(self.fd, size)
+        self.huge = self.aligned.huge if self.aligned is not None else 0  # bytes in 2 MiB pages
+        self.mm = self.aligned.mm if self.aligned is not None else mmap.mmap(self.fd, size)
         if kind == "memfd" and shmem_huge_setting() == "advise" and hasattr(self.mm, "madvise"):
             with contextlib.suppress(OSError):
                 self.mm.madvise(MADV_HUGEPAGE)
 
     def view(self, offset: int, h: int, w: int) -> np.ndarray:
-        return np.ndarray((h, w, 3), dtype=np.uint8, buffer=self.mm, offset=offset)
+        # frombuffer, not ndarray(buffer=): only frombuffer's array holds a buffer export
+        # (numpy 2.4), the one that makes unmap() refuse while a view lives
+        return np.frombuffer(self.mm, np.uint8, h * w * 3, offset).reshape(h, w, 3)
 
     def unmap(self) -> None:
         """Drop the parent's mapping; the descriptor still holds the bytes. Our own views must
         be gone (decoders done); one left to the garbage collector is collected here."""
         if self.mm is None:
+            return
+        if self.aligned is not None:
+            self.mm = None  # our reference would hold the export that close() checks
+            try:
+                self.aligned.close()
+            except BufferError:  # a view of ours in a reference cycle: collect it, then unmap
+                gc.collect()
+                try:
+                    self.aligned.close()
+                except BufferError:
+                    self.mm = self.aligned.mm  # still mapped: the live view stays valid
+                    raise
             return
         try:
             self.mm.close()
@@ -274,7 +408,9 @@ class BatchBuffer:
         self.fd = self.ro = -1
 
 
-STEP = 8 << 20  # buffer sizes in 8 MiB steps, so that a buffer fits later batches too
+# buffer sizes in steps of one huge page: every fresh byte is zeroed by the kernel, so no more
+# than a page beyond the batch (8 MiB steps zeroed 4.7 MiB too many per full-HD batch)
+STEP = HUGE
 
 
 class BufferPool:
@@ -291,9 +427,14 @@ class BufferPool:
         self.free: list[BatchBuffer] = []
         self.lock = threading.Lock()
         self.made = self.reused = 0
+        self.collapsed = 0  # memfds given 2 MiB pages by MADV_COLLAPSE
 
     def _new(self, nbytes: int) -> BatchBuffer:
-        return BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs, self.kind)
+        buffer = BatchBuffer(max(1, -(-nbytes // STEP) * STEP), self.dirs, self.kind)
+        if buffer.huge:
+            with self.lock:
+                self.collapsed += 1
+        return buffer
 
     def take(self, nbytes: int) -> BatchBuffer:
         with self.lock:

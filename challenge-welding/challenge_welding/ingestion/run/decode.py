@@ -106,7 +106,7 @@ class DecodeStats:
 
 
 def buffer_bytes(nbytes: int) -> int:
-    """The size of the pool buffer a batch of ``nbytes`` takes (pools make 8 MiB steps)."""
+    """The size of the pool buffer a batch of ``nbytes`` takes (pools make steps of STEP: one 2 MiB page)."""
     return max(1, -(-nbytes // STEP) * STEP)
 
 

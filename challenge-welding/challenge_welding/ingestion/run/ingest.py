@@ -772,7 +772,7 @@ class Ingestion:
                     return
         finally:
             integrity["buffers"] = {"made": pool.made, "spares_used": pool.reused,
-                                    "kind": pool.kind}
+                                    "kind": pool.kind, "collapsed": pool.collapsed}
 
     def _predict_set(self, child, pool, name, df, paths, **pace) -> bool:
         """One set: predict, keep the answers, report; False when the submission failed."""

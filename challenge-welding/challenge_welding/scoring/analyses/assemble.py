@@ -125,7 +125,7 @@ def drift_section(frame, config):
 
 def localisation_section(frames, maps, masks, config):
     """Per set with both maps and masks, and over all of them; 'no maps' / 'no masks' said plainly."""
-    # maps hold the KO samples' rows only (run.py): a set of maps without KO is {}, not None
+    # maps hold the KO samples' rows only (ingestion/run/predict.py): a set of maps without KO is {}, not None
     have_maps = {s: v for s, v in (maps or {}).items() if v}
     have_masks = {s: v for s, v in (masks or {}).items() if v}
     if all(v is None for v in (maps or {}).values()):
