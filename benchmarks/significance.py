@@ -41,7 +41,7 @@ from challenge_welding.scoring import leaderboard_significance as sig  # noqa: E
 from challenge_welding.scoring import draws as draws_io  # noqa: E402
 from challenge_welding.scoring.bootstrap import bootstrap  # noqa: E402
 from challenge_welding.scoring.calibrate import calibrate  # noqa: E402
-from challenge_welding.scoring.config import load_config  # noqa: E402
+from challenge_welding.scoring.config import load_config, validate_config  # noqa: E402
 from challenge_welding.scoring.criteria import prepare  # noqa: E402
 from challenge_welding.scoring.inputs import read_frames  # noqa: E402
 from challenge_welding.scoring.virtual import make_virtual  # noqa: E402
@@ -62,8 +62,9 @@ def main():
         t0 = time.perf_counter()
         ref = _scoring.make_reference(tmp / "reference_data", n_perf=args.n, seed=0)
         calibrate(ref)
-        config = load_config(ref / "scoring.yaml")
-        config["extras"]["bootstrap"]["n"] = args.boot
+        raw = load_config(ref / "scoring.yaml").as_dict()  # the config is frozen: change its data, validate again
+        raw["extras"]["bootstrap"]["n"] = args.boot
+        config = validate_config(raw, ref / "scoring.yaml")
         print(f"reference built in {time.perf_counter() - t0:.1f} s")
 
         preps, base, boot_times, boot_cpu = [], [], [], []

@@ -215,7 +215,7 @@ def predict_set(child: Child, pool: BufferPool, name: str, sample_ids: list[str]
     finally:
         prefetch.close()
     wall = time.perf_counter() - t_start
-    q, method = percentile["percentile"], percentile["method"]
+    q, method = percentile.percentile, percentile.method
     timings.update({
         "n": n, "wall_s": wall, "exclusive": exclusive,
         "predict_s": float(times.sum()),

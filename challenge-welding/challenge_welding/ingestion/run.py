@@ -691,7 +691,7 @@ class Ingestion:
             raise self.pool_error
         pool, stock_bytes = self.pool, self.stock_bytes
         pace = dict(batch_size=int(opt["batch_size"]), workers=workers,
-                    warmup=bool(opt["warmup"]), percentile=load_config(None)["time"],
+                    warmup=bool(opt["warmup"]), percentile=load_config(None).time,
                     stock_bytes=stock_bytes, timeout=self._timeout)
         try:
             for k, (name, (df, paths)) in enumerate(sets.items()):

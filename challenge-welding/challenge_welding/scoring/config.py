@@ -86,14 +86,8 @@ def key(schema, default=REQUIRED):
 
 
 class Section:
-    """A validated, frozen section of the config, read by attribute (``config.kpis.perf.alpha_op``).
-
-    ``section["name"]`` reads like ``section.name``: kept for code written against the former
-    plain dict (branches merged after the typed config); new code reads attributes.
-    """
-
-    def __getitem__(self, name):
-        return getattr(self, name)
+    """A validated, frozen section of the config, read by attribute only (``config.kpis.perf.alpha_op``):
+    a misspelt name is an AttributeError where it is read, not a KeyError deep in a plain dict."""
 
     def as_dict(self) -> dict:
         """The section as plain data, in the YAML's order (details.json, fingerprints)."""
