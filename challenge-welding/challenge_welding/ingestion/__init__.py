@@ -12,6 +12,7 @@ Modules, in pipeline order:
   validate     checks and normalisation of what predict() returned
   predict      predict one set: answers and timings in memory, no file written
   write        the writer: set files from memory, atomic, with their sha256 manifest
+  options      IngestOptions: every option of a run, its default and its check (stdlib only)
   run          ingest(): the orchestration, the run report, ingestion.json
   check        check-submission: what a participant runs before uploading
 """
