@@ -4,7 +4,8 @@ Owns the fixed names (``names``: sets, classes, columns, score keys), the one re
 of KPIs and criteria (``registry``), the rules of one prediction row shared by the
 ingestion and the scoring (``prediction_rules``), the exceptions and exit statuses
 (``errors``), the file helpers (``files``: the one atomic write, sha256) and the strict
-JSON writer with the checked readers and their limits (``checked``). It is the
+JSON writer with the checked readers and their limits (``checked``), the config schema
+engine of the scoring and build configs (``schema``). It is the
 bottom layer: it imports nothing else of the package. The participant interface keeps its
 published import paths at the package root (``ai_component_interface``,
 ``AIComponent_interface``); see tests/scoring/test_layers.py for the rule of every layer.
