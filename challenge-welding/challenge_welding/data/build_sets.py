@@ -757,7 +757,8 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
     more (plan_robustness).
     """
     source, out = Path(source), Path(out)
-    cfg = check_build_config(copy.deepcopy(config) if isinstance(config, dict) else load_build_config(config))
+    # checked once: a dict here, a file (or the default) by load_build_config
+    cfg = check_build_config(copy.deepcopy(config)) if isinstance(config, dict) else load_build_config(config)
     cfg = capped_config(cfg, max_per_set or {})
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
     source_rows = meta.attrs.pop("source_rows")
