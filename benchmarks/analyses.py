@@ -26,7 +26,7 @@ from challenge_welding.contract.names import KPI_KEYS
 from challenge_welding.scoring.analyses.assemble import compute_analyses
 from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability
 from challenge_welding.scoring.calibrate import calibrate
-from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.config import load_config, validate_config
 from challenge_welding.scoring.inputs import read_frames
 from challenge_welding.scoring.score import score_frames
 from challenge_welding.scoring.virtual import make_virtual
@@ -63,8 +63,9 @@ def main():
         calibrate(ref)
         pred = make_virtual(ref, "with_trust", Path(tmp) / "pred")
         _bench.realistic(pred)
-        config = load_config(ref / "scoring.yaml")
-        config["extras"]["bootstrap"]["n"] = args.boot
+        raw = load_config(ref / "scoring.yaml").as_dict()  # the config is frozen: change its data, validate again
+        raw["extras"]["bootstrap"]["n"] = args.boot
+        config = validate_config(raw, ref / "scoring.yaml")
         frames, _, _ = read_frames(ref, pred)
     rng = np.random.default_rng(0)
     maps, masks = maps_and_masks(frames["performance"], rng)
@@ -83,7 +84,7 @@ def main():
     print(f"    (1) + (2) = {(scoring + analyses) / scoring:.2f} x (1)   goal <= 2")
 
     raw = rng.uniform(0.2, 0.95, size=(args.subs, args.boot, len(KPI_KEYS)))
-    w0 = np.array([config["final_weights"][k] for k in KPI_KEYS])
+    w0 = np.array([config.final_weights[k] for k in KPI_KEYS])
     t0 = time.perf_counter()
     w, a1, a2 = draw_perturbations(w0, np.full(6, 0.1), np.full(6, 0.8), 200.0, 0.02, args.boot)
     winner_stability(raw, w, a1, a2, 0.1, 0.9)

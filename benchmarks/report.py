@@ -41,8 +41,8 @@ def measure(fn):
 
 def plain_python_extras(frames, config):
     """The same numbers as compute_extras, one sample at a time (performance-set style, all sets)."""
-    cost, sw, dw = config["cost"], config["seam_weights"], config["default_seam_weight"]
-    bins, w = config["extras"]["trust"]["bins"], config["extras"]["trust"]["prior_weight"]
+    cost, sw, dw = config.cost, config.seam_weights, config.default_seam_weight
+    bins, w = config.extras.trust.bins, config.extras.trust.prior_weight
     out = {}
     for name, df in frames.items():
         rows = df.to_dict("records")

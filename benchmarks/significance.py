@@ -36,7 +36,7 @@ from challenge_welding.scoring import leaderboard_significance as sig
 from challenge_welding.scoring import draws as draws_io
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.calibrate import calibrate
-from challenge_welding.scoring.config import load_config
+from challenge_welding.scoring.config import load_config, validate_config
 from challenge_welding.scoring.criteria import prepare
 from challenge_welding.scoring.inputs import read_frames
 from challenge_welding.scoring.virtual import make_virtual
@@ -63,8 +63,9 @@ def main():
         t0 = time.perf_counter()
         ref = _scoring.make_reference(tmp / "reference_data", n_perf=args.n, seed=0)
         calibrate(ref)
-        config = load_config(ref / "scoring.yaml")
-        config["extras"]["bootstrap"]["n"] = args.boot
+        raw = load_config(ref / "scoring.yaml").as_dict()  # the config is frozen: change its data, validate again
+        raw["extras"]["bootstrap"]["n"] = args.boot
+        config = validate_config(raw, ref / "scoring.yaml")
         print(f"reference built in {time.perf_counter() - t0:.1f} s")
 
         preps, base, boot_times, boot_cpu = [], [], [], []

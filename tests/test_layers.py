@@ -7,6 +7,7 @@ import paths and the published starter kit's modules (docs/contracts.md).
 """
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,9 @@ ROOMS = {
         "run": ("confine", "install", "handover"),         # ingest(), one set, validate, write, check
     },
 }
+# A layer's face beside its rooms: options (every option of a run, its default, its check), read
+# by every room and by the commands' --help, so it imports only contract and the standard library.
+FACES = {"ingestion": {"options.py"}}
 ROOT_MODULES = {"__init__.py", "__main__.py", "ai_component_interface.py", "AIComponent_interface.py",
                 "_version_.py", "user_interface.py", "dataloaders.py", "inference_tools.py"}
 ROOT_MAY_IMPORT = {"__main__": ("commands",), "AIComponent_interface": ("ai_component_interface",),
@@ -121,7 +125,16 @@ def _room(name: str, layer: str) -> str | None:
 def test_every_room_has_a_row_and_nothing_else_is_loose(layer):
     rooms = {p.name for p in (PACKAGE / layer).iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert rooms == set(ROOMS[layer])
-    assert {p.name for p in (PACKAGE / layer).glob("*.py")} == {"__init__.py"}
+    assert {p.name for p in (PACKAGE / layer).glob("*.py")} == {"__init__.py", *FACES.get(layer, ())}
+
+
+@pytest.mark.parametrize("layer,face", [(layer, f) for layer in sorted(FACES) for f in FACES[layer]])
+def test_a_face_imports_only_contract_and_the_standard_library(layer, face):
+    ours = [n for n in _imports(PACKAGE / layer / face) if n.split(".")[0] == "challenge_welding"]
+    assert ours and all(n.startswith("challenge_welding.contract") for n in ours), ours
+    third = [n for n in _imports(PACKAGE / layer / face)
+             if n.split(".")[0] not in sys.stdlib_module_names and n.split(".")[0] != "challenge_welding"]
+    assert third == []
 
 
 @pytest.mark.parametrize("layer,room", [(layer, room) for layer in sorted(ROOMS) for room in ROOMS[layer]])

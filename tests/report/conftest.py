@@ -96,7 +96,7 @@ def make_frames(n_perf: int = 4000, seed: int = 0) -> dict:
 
 def _cost(frame, answers, cost, config):
     names, codes = np.unique(frame["welding-seams"].to_numpy().astype(str), return_inverse=True)
-    v = seam_sample_weights(codes, [config["seam_weights"].get(s, config["default_seam_weight"]) for s in names])
+    v = seam_sample_weights(codes, [config.seam_weights.get(s, config.default_seam_weight) for s in names])
     unit = np.array([cost[t][a] for t, a in zip(frame["class"], answers)])
     return float(np.mean(v * unit))
 
@@ -113,9 +113,9 @@ def make_details(frames: dict, config: dict) -> dict:
         ideal = np.where(ood == 1, "UNKNOWN", df["class"])
         sets[name] = {"n": len(df), "n_KO": int((df["class"] == "KO").sum()), "n_OK": int((df["class"] == "OK").sum()),
                       "n_ood": int(ood.sum()) if "ood" in df else None, "confusion": conf,
-                      "cost": _cost(df, df["predicted_state"], config["cost"], config),
-                      "cost_ideal": _cost(df, ideal, config["cost"], config),
-                      "cost_human": _cost(df, ["UNKNOWN"] * len(df), config["cost"], config),
+                      "cost": _cost(df, df["predicted_state"], config.cost, config),
+                      "cost_ideal": _cost(df, ideal, config.cost, config),
+                      "cost_human": _cost(df, ["UNKNOWN"] * len(df), config.cost, config),
                       "sha256": hashlib.sha256(name.encode()).hexdigest()}
     rob = frames["robustness"]
     robustness = {}
@@ -138,7 +138,7 @@ def make_details(frames: dict, config: dict) -> dict:
         kpis[k] = {"raw": r, "rescaled": min(1.0, r * 1.1), "ci": [r * 1.1 - 0.04, min(1.0, r * 1.1 + 0.03)],
                    "alpha1": None if kind == "unscaled" else (-0.1 if kind == "two-piece" else 0.12),
                    "alpha2": None if kind == "unscaled" else 0.8, "rescaling": kind,
-                   "weight": config["final_weights"][k], "criteria": crit[k]}
+                   "weight": config.final_weights[k], "criteria": crit[k]}
     score = 100 * sum(kpis[k]["rescaled"] * kpis[k]["weight"] for k in kpis)
     scores = {"score": score, **{k: v["rescaled"] for k, v in kpis.items()},
               **{ck: cv for c in crit.values() for ck, cv in c.items()}}

@@ -21,12 +21,12 @@ def frames(reference_dir, tmp_path_factory):
 
 def _op(frame, config):
     """OP by pandas group-bys, straight from the words of docs/scoring.md."""
-    cost = config["cost"]
+    cost = config.cost
     f = frame.assign(c=[cost[t][p] for t, p in zip(frame["class"], frame["predicted_state"])],
                      ideal=[cost[t][t] for t in frame["class"]],
                      human=[cost[t]["UNKNOWN"] for t in frame["class"]])
     means = f.groupby("welding-seams", observed=True)[["c", "ideal", "human"]].mean()
-    w = np.array([config["seam_weights"].get(s, config["default_seam_weight"]) for s in means.index])
+    w = np.array([config.seam_weights.get(s, config.default_seam_weight) for s in means.index])
     c, ideal, human = (float((w * means[k]).sum() / w.sum()) for k in ("c", "ideal", "human"))
     return (c - ideal) / (human - ideal)
 

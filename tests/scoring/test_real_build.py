@@ -24,7 +24,7 @@ def built(tmp_path_factory):
 
 def test_targets_on_a_tiny_real_build(built, tmp_path):
     config = load_config(built / "scoring.yaml")
-    assert all(a["alpha1"] is not None for a in config["rescaling"]["alpha"].values())  # calibrated
+    assert all(a.alpha1 is not None for a in config.rescaling.alpha.values())  # calibrated
 
     def score_of(kind):
         frames, _, _ = read_frames(built, make_virtual(built, kind, tmp_path / kind))

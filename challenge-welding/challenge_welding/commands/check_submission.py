@@ -1,15 +1,17 @@
 """Check a submission folder or zip before uploading it."""
 
+from challenge_welding.ingestion.options import IngestOptions
+
 HELP = "Check a submission folder or zip before uploading it."
 FAILED = "the check found an error: the submission or, when said, the evaluator image"
 
 
 def add_environment_arguments(parser):
     """The submission environment's options, shared by check-submission and evaluate."""
-    parser.add_argument("--env-cache", metavar="DIR", default=None,
+    parser.add_argument("--env-cache", metavar="DIR", default=IngestOptions.cache_dir,
                         help="cache of environments (default ~/.cache/challenge-welding/envs; "
                              "`challenge-welding cache list|prune` manages it)")
-    parser.add_argument("--python", metavar="PATH", default=None,
+    parser.add_argument("--python", metavar="PATH", default=IngestOptions.python,
                         help="the interpreter to install and run the submission on (default: "
                              "check-submission looks for one of the evaluator's version, "
                              "contract/target.py; evaluate uses this one)")

@@ -2,6 +2,9 @@
 
 import argparse
 
+# stdlib only: --help stays instant. Every default below is IngestOptions' (its one home).
+from challenge_welding.ingestion.options import IngestOptions as D
+
 HELP = "Install a submission in an isolated environment and run it over the evaluation sets."
 EPILOG = """\
 exit status:
@@ -33,58 +36,58 @@ def add_arguments(parser):
                         help="evaluation input data: DIR/<set>/metadata.parquet + images")
     parser.add_argument("--output", required=True, metavar="PRED",
                         help="where to write <set>.parquet and ingestion.json")
-    parser.add_argument("--batch-size", type=int, default=10,
-                        help="images per predict() call (default 10, the starter kit's default)")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default=None,
+    parser.add_argument("--batch-size", type=int, default=D.batch_size,
+                        help="images per predict() call (default %(default)s, the starter kit's default)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=D.device,
                         help="device passed to predict() (default: cuda if a GPU is visible)")
-    parser.add_argument("--sets", nargs="+", metavar="SET", default=None,
+    parser.add_argument("--sets", nargs="+", metavar="SET", default=D.sets,
                         help="run only these sets (default: every set present)")
     parser.add_argument("--no-isolation", action="store_true",
                         help="developers: run the submission folder in this environment, no install")
-    parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto",
-                        help="environment builder (default: uv when available, else pip)")
-    parser.add_argument("--env-cache", metavar="DIR", default=None,
+    parser.add_argument("--installer", choices=("auto", "uv", "pip"), default=D.installer,
+                        help="environment builder (default %(default)s: uv when available, else pip)")
+    parser.add_argument("--env-cache", metavar="DIR", default=D.cache_dir,
                         help="cache of environments keyed by the requirements' hash "
                              "(default ~/.cache/challenge-welding/envs)")
-    parser.add_argument("--wheelhouse", metavar="DIR", default=None,
+    parser.add_argument("--wheelhouse", metavar="DIR", default=D.wheelhouse,
                         help="extra folder of wheels to install from (pip/uv --find-links)")
     parser.add_argument("--no-index", action="store_true",
                         help="install only from --wheelhouse (workers without internet)")
     parser.add_argument("--allow-source-builds", action="store_true",
                         help="a pinned dependency without a wheel is built from its source "
                              "(fetched by the evaluator, built offline in the sandbox)")
-    parser.add_argument("--batch-timeout", type=float, default=600.0, metavar="S",
-                        help="seconds allowed per predict() call (default 600)")
-    parser.add_argument("--total-timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--batch-timeout", type=float, default=D.batch_timeout, metavar="S",
+                        help="seconds allowed per predict() call (default %(default)g)")
+    parser.add_argument("--total-timeout", type=float, default=D.total_timeout, metavar="S",
                         help="seconds allowed for all predict() calls together (default: none)")
-    parser.add_argument("--load-timeout", type=float, default=1800.0, metavar="S",
-                        help="seconds allowed for import + load_model() (default 1800)")
-    parser.add_argument("--install-timeout", type=float, default=1800.0, metavar="S",
-                        help="seconds allowed per install step (default 1800)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--load-timeout", type=float, default=D.load_timeout, metavar="S",
+                        help="seconds allowed for import + load_model() (default %(default)g)")
+    parser.add_argument("--install-timeout", type=float, default=D.install_timeout, metavar="S",
+                        help="seconds allowed per install step (default %(default)g)")
+    parser.add_argument("--workers", type=int, default=D.workers,
                         help="JPEG decoding threads (default: all cores)")
-    parser.add_argument("--max-log-mb", type=float, default=20.0,
-                        help="cap of the submission's stdout/stderr log (default 20 MB)")
+    parser.add_argument("--max-log-mb", type=float, default=D.max_log_mb,
+                        help="cap of the submission's stdout/stderr log (default %(default)g MB)")
     parser.add_argument("--no-warmup", action="store_true",
                         help="no untimed warm-up predict() call (on noise images shaped like "
                              "the first batch) before the first timed call")
     parser.add_argument("--exclusive-predict", nargs="?", choices=("timed", "all", "none"),
-                        const="all", default="timed",
+                        const="all", default=D.exclusive_predict,
                         help="sets in which no decoding runs while predict() runs: 'timed' "
                              "(default: the performance set, whose time is scored), 'all' "
                              "(also without a value), 'none'")
-    parser.add_argument("--decode-stock-mb", type=float, default=384.0, metavar="MB",
+    parser.add_argument("--decode-stock-mb", type=float, default=D.decode_stock_mb, metavar="MB",
                         help="memory for the batches decoded in one all-core burst between "
-                             "timed predict() calls (default 384; 0: one batch at a time)")
+                             "timed predict() calls (default %(default)g; 0: one batch at a time)")
     # sandbox (docs/integrity.md)
     parser.add_argument("--no-network", action="store_true",
                         help="no TCP at install time either (Landlock ABI >= 4; the run never "
                              "has it unless --run-network)")
     parser.add_argument("--run-network", action="store_true",
                         help="organisers: allow the submission TCP connections while it runs")
-    parser.add_argument("--max-processes", type=int, default=512, metavar="N",
+    parser.add_argument("--max-processes", type=int, default=D.max_processes, metavar="N",
                         help="processes the submission may run at once; more is a fork storm "
-                             "that fails the run (default 512)")
+                             "that fails the run (default %(default)s)")
     parser.add_argument("--unsafe-unconfined", action="store_true",
                         help="organisers: run the submission even where no layer confines its "
                              "files (no Landlock, no mount namespace): it could read the "
@@ -98,16 +101,5 @@ def run(args):
     # the engine is imported when the command runs: --help stays instant (commands/cli.py)
     from challenge_welding.ingestion.run.ingest import ingest
 
-    report = ingest(
-        args.submission, args.input_data, args.output, batch_size=args.batch_size,
-        device=args.device, sets=args.sets, isolation=not args.no_isolation,
-        installer=args.installer, cache_dir=args.env_cache, wheelhouse=args.wheelhouse,
-        no_index=args.no_index, allow_source_builds=args.allow_source_builds,
-        batch_timeout=args.batch_timeout,
-        total_timeout=args.total_timeout, load_timeout=args.load_timeout,
-        install_timeout=args.install_timeout, workers=args.workers, max_log_mb=args.max_log_mb,
-        warmup=not args.no_warmup, progress=not args.no_progress,
-        exclusive_predict=args.exclusive_predict, decode_stock_mb=args.decode_stock_mb,
-        no_network=args.no_network, run_network=args.run_network,
-        max_processes=args.max_processes, unsafe_unconfined=args.unsafe_unconfined)
+    report = ingest(args.submission, args.input_data, args.output, D.from_args(args))
     return 0 if report["status"] == "ok" else 1

@@ -5,7 +5,8 @@ of KPIs and criteria (``registry``), the rules of one prediction row shared by t
 ingestion and the scoring (``prediction_rules``), the exceptions and exit statuses
 (``errors``), the explanation maps' format written by the ingestion and read by the
 scoring (``explanation_maps``), the file helpers (``files``: the one atomic write, sha256) and the strict
-JSON writer with the checked readers and their limits (``checked``), the evaluator's target
+JSON writer with the checked readers and their limits (``checked``), the config schema
+engine of the scoring and build configs (``schema``), the evaluator's target
 Python and platform (``target``) and a participant's text made inert (``text``). It is the
 bottom layer: it imports nothing else of the package. The participant interface keeps its
 published import paths at the package root (``ai_component_interface``,

@@ -123,14 +123,14 @@ CRITERIA = (
 
 def _perf(c):
     k = c.kpis.perf
-    return (f"I_perf = ({_c(k['alpha_op'])} e^(-{_c(k['k_c'])} OP) + {_c(k['alpha_ml'])} ML) / "
-            f"(1 + {_c(k['k_t'])} ln(1 + t))")
+    return (f"I_perf = ({_c(k.alpha_op)} e^(-{_c(k.k_c)} OP) + {_c(k.alpha_ml)} ML) / "
+            f"(1 + {_c(k.k_t)} ln(1 + t))")
 
 
 def _uncertainty(c):
     k = c.kpis.uncertainty
-    return (f"I_U = clip(UOP) · clip(1 - {_c(k['calib_factor'])} ({_c(k['w_ko'])} ECE_KO + {_c(k['w_ok'])} "
-            f"ECE_OK)), {k['ece_bins']} bins")
+    return (f"I_U = clip(UOP) · clip(1 - {_c(k.calib_factor)} ({_c(k.w_ko)} ECE_KO + {_c(k.w_ok)} "
+            f"ECE_OK)), {k.ece_bins} bins")
 
 
 def _robustness(c):
@@ -140,17 +140,17 @@ def _robustness(c):
 
 def _ood(c):
     k = c.kpis.ood
-    return f"I_ood = {_c(k['w_syn'])} AUROC_syn + {_c(k['w_real'])} AUROC_real"
+    return f"I_ood = {_c(k.w_syn)} AUROC_syn + {_c(k.w_real)} AUROC_real"
 
 
 def _generalization(c):
     k = c.kpis.generalization
-    return f"I_gen = {_c(k['alpha_op'])} e^(-{_c(k['k_op'])} OP_g) + {_c(k['alpha_ml'])} ML_g"
+    return f"I_gen = {_c(k.alpha_op)} e^(-{_c(k.k_op)} OP_g) + {_c(k.alpha_ml)} ML_g"
 
 
 def _drift(c):
     k = c.kpis.drift
-    return f"I_drift = {_c(k['alpha_op'])} e^(-{_c(k['k_op'])} OP_d) + {_c(k['alpha_ood'])} AUROC_d"
+    return f"I_drift = {_c(k.alpha_op)} e^(-{_c(k.k_op)} OP_d) + {_c(k.alpha_ood)} AUROC_d"
 
 
 KPIS = (

@@ -40,8 +40,8 @@ from challenge_welding.data.source import (
 from challenge_welding.data.synth import MASK_COLUMN
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.calibrate import calibrate
-# the scoring config's schema engine: one validation style for both configs
-from challenge_welding.scoring.config import Optional, _err, _num, _validate
+# the schema engine the scoring config uses too: one validation style for both configs
+from challenge_welding.contract.schema import OptionalKey, number, schema_error, validate
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("build_config.yaml")
 
@@ -56,23 +56,23 @@ def _listing(items):
 
 # ----------------------------------------------------------------------------- config
 # The builder config is checked like the scoring config: one schema of leaf checkers,
-# scoring.config's engine, "<file>: key 'a.b' must be ..., got X" on the first bad value.
+# contract/schema.py's engine, "<file>: key 'a.b' must be ..., got X" on the first bad value.
 def _seams(value, where):
     if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
-        raise _err(where, f"must be a list of seam names, got {value!r}")
+        raise schema_error(where, f"must be a list of seam names, got {value!r}")
     return list(value)
 
 
 def _kinds(value, where):
     if not isinstance(value, list) or not value or any(k not in pt.OOD_SYNTHETIC_KINDS for k in value):
-        raise _err(where, f"must be a non-empty list of {', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {value!r}")
+        raise schema_error(where, f"must be a non-empty list of {', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {value!r}")
     return list(value)
 
 
 def _stops(value, where):
     if not (isinstance(value, list) and len(value) == 2 and
             all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
-        raise _err(where, f"must be [darker, brighter] stops, got {value!r}")
+        raise schema_error(where, f"must be [darker, brighter] stops, got {value!r}")
     return [float(x) for x in value]
 
 
@@ -81,53 +81,53 @@ def _levels(bound=None, positive=False):
     def check(value, where):
         if not isinstance(value, list) or not value or \
                 not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-            raise _err(where, f"must be a non-empty list of numbers, got {value!r}")
+            raise schema_error(where, f"must be a non-empty list of numbers, got {value!r}")
         if 0 in value or len(set(value)) != len(value):
-            raise _err(where, f"must be distinct and non-zero (level 0 is the shared clean copy), got {value!r}")
+            raise schema_error(where, f"must be distinct and non-zero (level 0 is the shared clean copy), got {value!r}")
         if bound is not None and max(abs(x) for x in value) > bound:
-            raise _err(where, f"must stay within the ODD's bound of {bound}, got {value!r}")
+            raise schema_error(where, f"must stay within the ODD's bound of {bound}, got {value!r}")
         if positive and min(value) < 0:
-            raise _err(where, f"must be positive (sigma in px), got {value!r}")
+            raise schema_error(where, f"must be positive (sigma in px), got {value!r}")
         return value
     return check
 
 
 def _cap(value, where):
-    return None if value is None else _num(lo=1, integer=True)(value, where)
+    return None if value is None else number(lo=1, integer=True)(value, where)
 
 
-FRACTION = _num(lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+FRACTION = number(lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 BUILD_SCHEMA = {
-    "in_domain_seams": _seams, "unseen_seams": _seams, "jpeg_quality": _num(lo=1, hi=100, integer=True),
+    "in_domain_seams": _seams, "unseen_seams": _seams, "jpeg_quality": number(lo=1, hi=100, integer=True),
     "performance": {"fraction": FRACTION},
-    "generalization": {"max_size": _num(lo=1, integer=True)},
-    "robustness": {"size": _num(lo=1, integer=True), "min_ko_per_level": _num(lo=1, integer=True),
+    "generalization": {"max_size": number(lo=1, integer=True)},
+    "robustness": {"size": number(lo=1, integer=True), "min_ko_per_level": number(lo=1, integer=True),
                    "levels": {"blur": _levels(positive=True), "luminance": _levels(),
                               "rotation": _levels(bound=30), "translation": _levels(bound=20)}},
-    "ood_synthetic": {"size_per_class": _num(lo=1, integer=True), "kinds": _kinds,
-                      "extreme_blur": _num(lo=0.0, lo_open=True), "abnormal_stops": _stops,
-                      "noise_sigma": _num(lo=0.0, lo_open=True), "dead_fraction": FRACTION},
-    "ood_real": {"max_ood": _num(lo=1, integer=True), "min_ood": _num(lo=1, integer=True)},
-    "drift": {"size": _num(lo=2, integer=True), "ood_fraction": FRACTION, "max_ko_share": FRACTION,
-              "max_noise_sigma": _num(lo=0.0, lo_open=True), "max_dead_fraction": FRACTION,
-              "max_darkening_stops": _num(lo=0.0, lo_open=True)},
+    "ood_synthetic": {"size_per_class": number(lo=1, integer=True), "kinds": _kinds,
+                      "extreme_blur": number(lo=0.0, lo_open=True), "abnormal_stops": _stops,
+                      "noise_sigma": number(lo=0.0, lo_open=True), "dead_fraction": FRACTION},
+    "ood_real": {"max_ood": number(lo=1, integer=True), "min_ood": number(lo=1, integer=True)},
+    "drift": {"size": number(lo=2, integer=True), "ood_fraction": FRACTION, "max_ko_share": FRACTION,
+              "max_noise_sigma": number(lo=0.0, lo_open=True), "max_dead_fraction": FRACTION,
+              "max_darkening_stops": number(lo=0.0, lo_open=True)},
     # organisers' caps on each set's image count (null: none), see docs/data.md
-    "max_per_set": Optional({name: _cap for name in SET_NAMES}, {name: None for name in SET_NAMES}),
+    "max_per_set": OptionalKey({name: _cap for name in SET_NAMES}, {name: None for name in SET_NAMES}),
 }
 
 
 def check_build_config(raw, source="build config") -> dict:
     """Check a builder config (parsed YAML) against BUILD_SCHEMA; return a clean copy."""
     where = (str(source),)
-    config = _validate(raw, BUILD_SCHEMA, where)
+    config = validate(raw, BUILD_SCHEMA, where)
     both = set(config["in_domain_seams"]) & set(config["unseen_seams"])
     if not config["in_domain_seams"]:
-        raise _err(where + ("in_domain_seams",), "must name at least one seam, got []")
+        raise schema_error(where + ("in_domain_seams",), "must name at least one seam, got []")
     if both:
-        raise _err(where + ("unseen_seams",), f"must not repeat in_domain_seams, got {', '.join(sorted(both))} "
+        raise schema_error(where + ("unseen_seams",), f"must not repeat in_domain_seams, got {', '.join(sorted(both))} "
                    "in both")
     if config["ood_real"]["min_ood"] > config["ood_real"]["max_ood"]:
-        raise _err(where + ("ood_real", "min_ood"), f"must be <= max_ood ({config['ood_real']['max_ood']}), "
+        raise schema_error(where + ("ood_real", "min_ood"), f"must be <= max_ood ({config['ood_real']['max_ood']}), "
                    f"got {config['ood_real']['min_ood']}")
     return config
 
@@ -757,7 +757,8 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
     more (plan_robustness).
     """
     source, out = Path(source), Path(out)
-    cfg = check_build_config(copy.deepcopy(config) if isinstance(config, dict) else load_build_config(config))
+    # checked once: a dict here, a file (or the default) by load_build_config
+    cfg = check_build_config(copy.deepcopy(config)) if isinstance(config, dict) else load_build_config(config)
     cfg = capped_config(cfg, max_per_set or {})
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
     source_rows = meta.attrs.pop("source_rows")

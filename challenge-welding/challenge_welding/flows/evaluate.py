@@ -8,17 +8,22 @@ this module then says where its log is); what was computed before stays on disk.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import make_folder, writing
 from challenge_welding.flows.score import score
+from challenge_welding.ingestion.options import IngestOptions
 from challenge_welding.ingestion.run.ingest import ingest
 from challenge_welding.scoring.draws import draws_path
 
 
-def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
+def evaluate(submission, data, output, draws=True, options: IngestOptions | None = None,
+             **changes) -> dict:
     """Ingest ``submission`` over ``data/input_data``, score against ``data/reference_data``.
+
+    ``options``: the ingestion's IngestOptions, ``changes`` options set by keyword on top of it.
 
     ``draws``: also write the per-resample values beside OUT, as ``<OUT>.draws.npz`` (scoring.draws).
 
@@ -42,10 +47,11 @@ def evaluate(submission, data, output, draws=True, **ingest_options) -> dict:
     draws_file = draws_path(output)
     with writing(draws_file, "the draws"):
         draws_file.unlink(missing_ok=True)  # never leave a previous run's draws beside new scores
-    report = ingest(submission, input_data, predictions, **ingest_options)
+    options = IngestOptions(**changes) if options is None else dataclasses.replace(options, **changes)
+    report = ingest(submission, input_data, predictions, options)
     if report.get("status") != "ok":
         log = predictions / "ingestion.log"
-        if ingest_options.get("verbose", True):  # the ingestion printed its error: say where, not what again
+        if options.verbose:  # the ingestion printed its error: say where, not what again
             raise SubmissionFailed(f"the ingestion of {submission} failed (error above; log {log}); "
                                    "nothing was scored")
         errors = report.get("errors") or ["unknown failure"]

@@ -10,5 +10,8 @@ each room's ``__init__`` says what it owns and lists its modules), top to bottom
   install   a submission on disk and its isolated environment (uv or venv + pip), the device
   confine   what participant code may do: sandbox, the layers beneath it, the reaper, the
             self-check of the evaluator's own files
-Nothing else sits here: the rooms' modules are imported by their full path.
+Beside them one module, the stage's face: ``options`` (IngestOptions: every option of a run,
+its default and its check; contract and the standard library only, so that the commands'
+``--help`` stays instant and every room may read it). Nothing else sits here: the rooms'
+modules are imported by their full path.
 """

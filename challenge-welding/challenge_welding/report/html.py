@@ -99,7 +99,7 @@ def build_context(details: dict, config) -> dict:
     ctx["charts"] = {
         "kpis": chart("kpis", charts.kpi_chart, kpis, KPI_LABELS),
         "reliability": chart("reliability", charts.reliability_chart, reliability,
-                             config["disclosure"]["min_samples"]),
+                             config.disclosure.min_samples),
         "robustness": chart("robustness", charts.robustness_chart, ctx["robustness"],
                             min_samples=ctx["min_samples"]),
         "roc": chart("roc", charts.roc_chart, rocs, ctx["min_samples"]),

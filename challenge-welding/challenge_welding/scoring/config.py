@@ -9,15 +9,14 @@ to 1 is one :class:`ChallengeError` naming the file and the key.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from challenge_welding.contract.names import KPI_KEYS, PERTURBATIONS
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.schema import Section, boolean, choice, key, number, schema_error, validate
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_scoring.yaml")
 WEIGHT_SUM_TOL = 1e-9  # weight vectors that must sum to 1
@@ -25,79 +24,12 @@ ML_AVERAGES = ("binary", "macro", "precision")
 TIME_METHODS = ("linear", "lower", "higher", "midpoint")
 
 
-# --- schema: a nested dict of leaf checkers; ("map", checker) = free string keys --------------
-def _num(lo=None, hi=None, lo_open=False, hi_open=False, nullable=False, integer=False):
-    def check(value, where):
-        if value is None and nullable:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _err(where, f"must be a number, got {value!r}")
-        if integer and int(value) != value:
-            raise _err(where, f"must be an integer, got {value!r}")
-        value = int(value) if integer else float(value)
-        if not math.isfinite(value):
-            raise _err(where, f"must be finite, got {value!r}")
-        if lo is not None and (value < lo or (lo_open and value == lo)):
-            raise _err(where, f"must be {'>' if lo_open else '>='} {lo}, got {value!r}")
-        if hi is not None and (value > hi or (hi_open and value == hi)):
-            raise _err(where, f"must be {'<' if hi_open else '<='} {hi}, got {value!r}")
-        return value
-    return check
-
-
-def _choice(*options):
-    def check(value, where):
-        if value not in options:
-            raise _err(where, f"must be one of {', '.join(map(str, options))}, got {value!r}")
-        return value
-    return check
-
-
-def _bool(value, where):
-    if not isinstance(value, bool):
-        raise _err(where, f"must be true or false, got {value!r}")
-    return value
-
-
-def _err(where, msg):
-    key = f"key '{'.'.join(where[1:])}'" if len(where) > 1 else "the top level"
-    return ChallengeError(f"{where[0]}: {key} {msg}")
-
-
-COST = _num(lo=0.0)
-WEIGHT = _num(lo=0.0, hi=1.0)
-POSITIVE = _num(lo=0.0, lo_open=True)
-ALPHA = _num(nullable=True)
-COUNT = _num(lo=1, integer=True)
-REQUIRED = object()
-
-
-class Optional:
-    """A key of a plain-dict schema that may be left out: its default (validated like a written
-    value) is used then (the build config's schema, data/build_sets.py)."""
-
-    def __init__(self, schema, default):
-        self.schema, self.default = schema, default
-
-
-def key(schema, default=REQUIRED):
-    """A config key: its schema node and, for a key that may be left out, its default (as written in YAML)."""
-    return field(metadata={"schema": schema, "default": default})
-
-
-class Section:
-    """A validated, frozen section of the config, read by attribute (``config.kpis.perf.alpha_op``).
-
-    ``section["name"]`` reads like ``section.name``: kept for code written against the former
-    plain dict (branches merged after the typed config); new code reads attributes.
-    """
-
-    def __getitem__(self, name):
-        return getattr(self, name)
-
-    def as_dict(self) -> dict:
-        """The section as plain data, in the YAML's order (details.json, fingerprints)."""
-        return dataclasses.asdict(self)
+# the schema engine (contract/schema.py) is shared with the build config (data/build_sets.py)
+COST = number(lo=0.0)
+WEIGHT = number(lo=0.0, hi=1.0)
+POSITIVE = number(lo=0.0, lo_open=True)
+ALPHA = number(nullable=True)
+COUNT = number(lo=1, integer=True)
 
 
 # --- the config, one dataclass per YAML mapping (field order = the YAML's order) ---------------
@@ -106,23 +38,23 @@ class Section:
 @dataclass(frozen=True)
 class Ml(Section):
     beta: float = key(POSITIVE)
-    average: str = key(_choice(*ML_AVERAGES))
-    pos_label: str = key(_choice("KO", "OK"))
+    average: str = key(choice(*ML_AVERAGES))
+    pos_label: str = key(choice("KO", "OK"))
     zero_division: float = key(WEIGHT)
 
 
 @dataclass(frozen=True)
 class Time(Section):
-    percentile: float = key(_num(lo=0.0, hi=100.0))
-    method: str = key(_choice(*TIME_METHODS))
+    percentile: float = key(number(lo=0.0, hi=100.0))
+    method: str = key(choice(*TIME_METHODS))
 
 
 @dataclass(frozen=True)
 class PerfKpi(Section):
     alpha_op: float = key(WEIGHT)
     alpha_ml: float = key(WEIGHT)
-    k_c: float = key(_num(lo=0.0))
-    k_t: float = key(_num(lo=0.0))
+    k_c: float = key(number(lo=0.0))
+    k_t: float = key(number(lo=0.0))
 
 
 @dataclass(frozen=True)
@@ -130,8 +62,8 @@ class UncertaintyKpi(Section):
     ece_bins: int = key(COUNT)
     w_ko: float = key(WEIGHT)
     w_ok: float = key(WEIGHT)
-    calib_factor: float = key(_num(lo=0.0))
-    degenerate_tol: float = key(_num(lo=0.0))
+    calib_factor: float = key(number(lo=0.0))
+    degenerate_tol: float = key(number(lo=0.0))
 
 
 @dataclass(frozen=True)
@@ -149,14 +81,14 @@ class OodKpi(Section):
 class GeneralizationKpi(Section):
     alpha_op: float = key(WEIGHT)
     alpha_ml: float = key(WEIGHT)
-    k_op: float = key(_num(lo=0.0))
+    k_op: float = key(number(lo=0.0))
 
 
 @dataclass(frozen=True)
 class DriftKpi(Section):
     alpha_op: float = key(WEIGHT)
     alpha_ood: float = key(WEIGHT)
-    k_op: float = key(_num(lo=0.0))
+    k_op: float = key(number(lo=0.0))
 
 
 @dataclass(frozen=True)
@@ -179,8 +111,8 @@ class Breakpoints(Section):
 
 @dataclass(frozen=True)
 class Rescaling(Section):
-    beta1: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
-    beta2: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    beta1: float = key(number(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    beta2: float = key(number(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     alpha: dict = key({k: Breakpoints for k in KPI_KEYS})  # KPI -> Breakpoints
 
 
@@ -201,9 +133,9 @@ class Trust(Section):
 
 @dataclass(frozen=True)
 class Bootstrap(Section):
-    n: int = key(_num(lo=0, integer=True))
-    seed: int = key(_num(lo=0, integer=True))
-    level: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    n: int = key(number(lo=0, integer=True))
+    seed: int = key(number(lo=0, integer=True))
+    level: float = key(number(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
 
 
 @dataclass(frozen=True)
@@ -216,7 +148,7 @@ class Extras(Section):
 class Integrity(Section):
     """Organisers may refuse runs whose submission was not confined by Landlock (docs/integrity.md)."""
 
-    require_sandbox: bool = key(_bool)
+    require_sandbox: bool = key(boolean)
 
 
 @dataclass(frozen=True)
@@ -225,16 +157,16 @@ class AnalysisWeights(Section):
 
     concentration: float = key(POSITIVE)
     jitter: float = key(WEIGHT)
-    seed: int = key(_num(lo=0, integer=True))
+    seed: int = key(number(lo=0, integer=True))
 
 
 @dataclass(frozen=True)
 class Analyses(Section):
     """Reported beyond the score, never scored (docs/analyses.md)."""
 
-    ood_tpr: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    ood_tpr: float = key(number(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     breaking_margin: float = key(WEIGHT)
-    drift_false_alarm_rate: float = key(_num(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
+    drift_false_alarm_rate: float = key(number(lo=0.0, hi=1.0, lo_open=True, hi_open=True))
     weights: AnalysisWeights = key(AnalysisWeights)
 
 
@@ -272,52 +204,23 @@ SUMS_TO_ONE = (
 )
 
 
-def _keys(schema) -> dict:
-    """{key: (schema node, default)} of a fixed-key node: a dataclass or a dict of nodes."""
-    if dataclasses.is_dataclass(schema):
-        return {f.name: (f.metadata["schema"], f.metadata["default"]) for f in dataclasses.fields(schema)}
-    return {k: (node.schema, node.default) if isinstance(node, Optional) else (node, REQUIRED)
-            for k, node in schema.items()}
-
-
-def _validate(node, schema, where):
-    if isinstance(schema, tuple):  # ("map", leaf): free string keys
-        if not isinstance(node, dict) or not node:
-            raise _err(where, "must be a non-empty mapping")
-        return {str(k): schema[1](v, where + (str(k),)) for k, v in node.items()}
-    if isinstance(schema, dict) or dataclasses.is_dataclass(schema):
-        keys = _keys(schema)
-        if not isinstance(node, dict):
-            raise _err(where, f"must be a mapping with keys {', '.join(keys)}, got {node!r}")
-        unknown = [k for k in node if k not in keys]
-        if unknown:
-            raise _err(where + (str(unknown[0]),), f"is unknown (allowed here: {', '.join(keys)})")
-        missing = [k for k, (_, default) in keys.items() if k not in node and default is REQUIRED]
-        if missing:
-            raise _err(where + (missing[0],), "is missing")
-        values = {k: _validate(node[k] if k in node else default, sub, where + (k,))
-                  for k, (sub, default) in keys.items()}
-        return schema(**values) if dataclasses.is_dataclass(schema) else values
-    return schema(node, where)
-
-
 def validate_config(raw, source="<config>") -> ScoringConfig:
     """Check ``raw`` (a parsed YAML mapping) against the schema; return the typed, frozen config."""
     where = (str(source),)
-    config = _validate(raw, ScoringConfig, where)
+    config = validate(raw, ScoringConfig, where)
     for path, keys in SUMS_TO_ONE:
         node = config
         for part in path:
             node = getattr(node, part)
         total = sum(node[k] if isinstance(node, dict) else getattr(node, k) for k in keys)
         if abs(total - 1.0) > WEIGHT_SUM_TOL:
-            raise _err(where + path, f"weights {', '.join(keys)} must sum to 1, got {total:.12g}")
+            raise schema_error(where + path, f"weights {', '.join(keys)} must sum to 1, got {total:.12g}")
     r = config.rescaling
     if not r.beta1 < r.beta2:
-        raise _err(where + ("rescaling", "beta1"), f"must be below beta2 ({r.beta2}), got {r.beta1}")
+        raise schema_error(where + ("rescaling", "beta1"), f"must be below beta2 ({r.beta2}), got {r.beta1}")
     for kpi, pair in r.alpha.items():
         if (pair.alpha1 is None) != (pair.alpha2 is None):
-            raise _err(where + ("rescaling", "alpha", kpi),
+            raise schema_error(where + ("rescaling", "alpha", kpi),
                        "alpha1 and alpha2 must be both set or both null")
     return config
 

@@ -65,6 +65,7 @@ from pathlib import Path
 
 import challenge_welding
 from challenge_welding.ingestion.confine import layers
+from challenge_welding.ingestion.options import IngestOptions
 
 ABI_MAX_ENV = "CHALLENGE_WELDING_LANDLOCK_ABI_MAX"
 KILL_TIMEOUT_ENV = "CHALLENGE_WELDING_KILL_TIMEOUT"  # seconds a group kill may take
@@ -550,7 +551,7 @@ class Sandbox:
     evaluator_read: list        # files the child must read in a hole (child.py)
     install_network: bool = True
     run_network: bool = False
-    max_processes: int = 512
+    max_processes: int = IngestOptions.max_processes  # its one home: options.py
     abi: int = field(default_factory=usable_abi)
     kernel: int = field(default_factory=kernel_abi)
     installed: dict | None = None   # what the last install step ran under

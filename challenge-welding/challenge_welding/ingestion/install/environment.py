@@ -53,6 +53,7 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import challenge_welding
 from challenge_welding.contract.errors import ChallengeError
@@ -408,11 +409,12 @@ def prepare_environment(root: Path, workdir: Path, *, isolation: bool = True,
     modes = ["stand-in"] if dropped else [""]
     if dropped and pyver >= PUBLISHED_MIN_PYTHON:
         modes.insert(0, "published")
+    plan = InstallPlan(root, workdir, cache, dropped, req_text, python, pyver, uv, kind, wheelhouse,
+                       no_index, timeout, log, sandbox, allow_source_builds)
     notes: list[str] = []
     for mode in modes:
         try:
-            env = _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind,
-                         wheelhouse, no_index, timeout, log, sandbox, allow_source_builds)
+            env = _build(plan, mode)
         except InstallError as exc:
             if mode != "published":
                 raise
@@ -484,10 +486,37 @@ def install_summary(env_dir: Path, seconds: float, budget: float, cached: bool,
     return lines
 
 
+@dataclass(frozen=True)
+class InstallPlan:
+    """What every install attempt of one run shares (prepare_environment tries the published
+    package, then the evaluator's stand-in): the submission, the folders, the interpreter, the
+    installer and the options, settled once."""
+
+    root: Path              # the submission's folder
+    workdir: Path           # this run's work folder (install.log, the build's copies)
+    cache: Path             # the environments' cache
+    dropped: str | None     # the challenge-welding requirement filtered out of requirements.txt
+    req_text: str           # requirements.txt as written
+    python: str             # the environment's base interpreter (real path)
+    pyver: tuple            # its (major, minor)
+    uv: str | None          # uv's path; None: pip
+    kind: str               # "uv" or "pip"
+    wheelhouse: str | None
+    no_index: bool
+    timeout: float          # seconds per install step
+    log: Callable
+    sandbox: object         # sandbox.Sandbox confining every step
+    allow_source_builds: bool = False
+
+
 # over 60 lines: one install attempt, step by step under one sandbox, reaper and log
-def _build(root, workdir, cache, mode, dropped, req_text, python, pyver, uv, kind, wheelhouse,
-           no_index, timeout, log, sandbox, allow_source_builds=False) -> Environment:
+def _build(plan: InstallPlan, mode: str) -> Environment:
     """One attempt: ``mode`` "published" keeps the pin, "stand-in" puts our shim in its place."""
+    root, workdir, cache, dropped, req_text, python, pyver, uv, kind = (
+        plan.root, plan.workdir, plan.cache, plan.dropped, plan.req_text, plan.python, plan.pyver,
+        plan.uv, plan.kind)
+    wheelhouse, no_index, timeout, log, sandbox, allow_source_builds = (
+        plan.wheelhouse, plan.no_index, plan.timeout, plan.log, plan.sandbox, plan.allow_source_builds)
     index = _index_args(wheelhouse, no_index)
     where = "the wheelhouse" if no_index else "the package index"
     version = sub.pinned_version(dropped) or challenge_welding.__version__

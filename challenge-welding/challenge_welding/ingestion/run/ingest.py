@@ -36,48 +36,32 @@ import sys
 import threading
 import time
 import traceback
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 import challenge_welding
-from challenge_welding.contract.names import INPUT_COLUMNS, SET_NAMES
+from challenge_welding.contract.names import INPUT_COLUMNS
 from challenge_welding.contract.errors import ChallengeError, Interrupted, OutputError
 from challenge_welding.contract.files import OwnedFolder, make_folder, remove_stale, writing
 from challenge_welding.contract.text import inert, inert_bytes
+from challenge_welding.ingestion.confine import reaper, selfcheck
+from challenge_welding.ingestion.confine.sandbox import Sandbox
 from challenge_welding.ingestion.handover import clock
+from challenge_welding.ingestion.handover.buffers import BufferPool, layout
+from challenge_welding.ingestion.handover.process import CHILD_SCRIPT, Child, ChildFault
 from challenge_welding.ingestion.install import environment as envmod
-from challenge_welding.ingestion.confine import reaper
 from challenge_welding.ingestion.install import submission as sub
+from challenge_welding.ingestion.options import IngestOptions
 from challenge_welding.ingestion.run.decode import buffer_bytes, default_workers, probe
 from challenge_welding.ingestion.run.predict import TIMED_SETS, SetAnswers, predict_set
-from challenge_welding.ingestion.confine import selfcheck
-from challenge_welding.ingestion.handover.process import CHILD_SCRIPT, Child, ChildFault
-from challenge_welding.ingestion.confine.sandbox import Sandbox
-from challenge_welding.ingestion.handover.buffers import BufferPool, layout
 from challenge_welding.ingestion.run.write import (STAGE_PREFIX, clean_output, keep_elsewhere,
                                                manifest, publish, remove_entry, report_bytes,
                                                set_files, snapshot)
 from challenge_welding.contract.explanation_maps import file_name as maps_file_name
 
-# The starter kit's perform_grouped_inference() defaults to batch_size=10.
-DEFAULTS = dict(
-    batch_size=10, device=None, isolation=True, cache_dir=None, installer="auto",
-    wheelhouse=None, no_index=False, batch_timeout=600.0, total_timeout=None,
-    load_timeout=1800.0, install_timeout=1800.0, workers=None, max_log_mb=20.0, warmup=True,
-    sets=None, progress=True, verbose=True, keep_workdir=False, exclusive_predict="timed",
-    decode_stock_mb=384, no_network=False, run_network=False, max_processes=512,
-    python=None, allow_source_builds=False, install_progress=None, unsafe_unconfined=False,
-    work_parent=None,
-)
-# sandbox (sandbox.py): no_network (none at install either), run_network (TCP allowed to the
-# child: organisers' choice), max_processes (the fork-storm cap of the submission's group)
-# decode_stock_mb: memory for batches decoded ahead, between timed calls (0: one batch)
-# exclusive_predict: in which sets no decoding runs during predict() calls
-# work_parent: where the work folder (cw-ingest-*) is made (default: the temporary folder);
-# check-submission makes it inside its own locked folder, so a kill leaves nothing unowned
-EXCLUSIVE = {"timed": "timed", "all": "all", "none": "none", True: "all", False: "none"}
 REPORT_FILE = "ingestion.json"
 LOG_FILE = "ingestion.log"
 SUBMISSION_LOG = "submission_output.log"
@@ -300,42 +284,18 @@ def _summary(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def _options(options: dict) -> dict:
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown ingest option(s): {sorted(unknown)}")
-    opt = {**DEFAULTS, **options}
-    if int(opt["batch_size"]) < 1:
-        raise ChallengeError(f"batch size must be >= 1, got {opt['batch_size']}")
-    if opt["exclusive_predict"] not in EXCLUSIVE:
-        raise ChallengeError(f"exclusive_predict must be one of timed, all, none; got "
-                             f"{opt['exclusive_predict']!r}")
-    opt["exclusive_predict"] = EXCLUSIVE[opt["exclusive_predict"]]
-    names = list(opt["sets"] or SET_NAMES)
-    bad = [n for n in names if n not in SET_NAMES]
-    if bad:
-        raise ChallengeError(f"unknown set(s) {bad}; sets are {', '.join(SET_NAMES)}")
-    opt["sets"] = names
-    return opt
-
-
-def ingest(submission, input_data, output, **options) -> dict:
+def ingest(submission, input_data, output, options: IngestOptions | None = None, **changes) -> dict:
     """Run ``submission`` (zip or folder) over ``input_data``; write predictions to ``output``.
 
-    Returns the content of ``output/ingestion.json``. Options (see DEFAULTS):
-    batch_size, device ("cuda"/"cpu"/None = auto), isolation, cache_dir,
-    installer ("auto"/"uv"/"pip"), wheelhouse, no_index, batch_timeout,
-    total_timeout, load_timeout, install_timeout (seconds), workers (decode
-    threads), max_log_mb, warmup, sets (subset of SET_NAMES), progress (bars, on a
-    terminal only), verbose (log lines on stderr; the log file is always written),
-    keep_workdir, exclusive_predict ("timed": no decoding while predict runs on the
-    sets whose time is scored, the default; "all"; "none"), decode_stock_mb (memory
-    for the batches decoded in one burst between timed calls).
+    Returns the content of ``output/ingestion.json``. ``options``: an IngestOptions
+    (options.py: each option, its default and its check), ``changes`` the options set by
+    keyword on top of it (``ingest(s, i, o, batch_size=4, sets=["performance"])``).
 
     Every file of the output is written last, from memory, once every process of the
     submission is dead (write.py): nothing the submission did to the output folder
     survives, and ingestion.json's manifest holds each file's sha256.
     """
+    options = IngestOptions(**changes) if options is None else dataclasses.replace(options, **changes)
     return Ingestion(submission, input_data, output, options).run()
 
 
@@ -391,15 +351,15 @@ class Ingestion:
     submission could reach anything in the output) and published with the predictions.
     """
 
-    def __init__(self, submission, input_data, output, options: dict):
-        self.opt = opt = _options(options)
+    def __init__(self, submission, input_data, output, options: IngestOptions):
+        self.opt = opt = options
         self.submission, self.input_data = Path(submission), Path(input_data)
         self.output = output = make_folder(output, "the prediction folder")
-        previous = _previous_run(output, opt["sets"])
+        previous = _previous_run(output, opt.sets)
         with writing(output, "the prediction folder"):
             # stale predictions from an earlier run must never be scored (files, links or folders)
-            for stale in [f"{name}.parquet" for name in opt["sets"]] + \
-                    [maps_file_name(name) for name in opt["sets"]] + \
+            for stale in [f"{name}.parquet" for name in opt.sets] + \
+                    [maps_file_name(name) for name in opt.sets] + \
                     [REPORT_FILE, INSTALL_LOG, SUBMISSION_LOG, LOG_FILE]:
                 remove_entry(output / stale)
             # a killed run's staging folder goes; making one proves the folder writable now,
@@ -412,12 +372,12 @@ class Ingestion:
         self.report = RunReport(
             submission=str(submission), input_data=str(input_data), output=str(output),
             versions=_versions(),
-            options={k: opt[k] for k in ("batch_size", "isolation", "installer", "no_index",
+            options={k: getattr(opt, k) for k in ("batch_size", "isolation", "installer", "no_index",
                                          "batch_timeout", "total_timeout", "load_timeout",
                                          "warmup", "exclusive_predict", "decode_stock_mb")})
         self._private = OwnedFolder(TEMP_PREFIX + "out-")  # the logs, until published
         self.private = self._private.path
-        self.log = _Log(self.private / LOG_FILE, opt["verbose"])
+        self.log = _Log(self.private / LOG_FILE, opt.verbose)
         if previous:
             self.log(f"note: {previous}")
         if swept:
@@ -435,12 +395,12 @@ class Ingestion:
         selfcheck.preload()
         self.evaluator_before = selfcheck.fingerprint()
         # what a user of its own must read where no mount namespace binds it back
-        reach = [os.path.realpath(opt["python"] or sys.executable),
-                 opt["cache_dir"] or envmod.default_cache_dir(), envmod.find_uv()]
-        self.box = Sandbox.for_run(self.input_data, output, opt["isolation"],
-                                   not opt["no_network"], opt["run_network"],
-                                   int(opt["max_processes"]), [CHILD_SCRIPT], reach=reach)
-        self.box.unsafe = bool(opt["unsafe_unconfined"])
+        reach = [os.path.realpath(opt.python or sys.executable),
+                 opt.cache_dir or envmod.default_cache_dir(), envmod.find_uv()]
+        self.box = Sandbox.for_run(self.input_data, output, opt.isolation,
+                                   not opt.no_network, opt.run_network,
+                                   int(opt.max_processes), [CHILD_SCRIPT], reach=reach)
+        self.box.unsafe = bool(opt.unsafe_unconfined)
         if not (self.box.files_confined() or self.box.unsafe):
             raise ChallengeError(self.box.refusal())
         self.log(self.box.layers_line())
@@ -456,9 +416,9 @@ class Ingestion:
     def _run(self, signals: _Signals) -> dict:
         opt, report = self.opt, self.report
         t_start, clock_start = time.perf_counter(), clock.read()
-        owned = OwnedFolder(TEMP_PREFIX, dir=opt["work_parent"])
+        owned = OwnedFolder(TEMP_PREFIX, dir=opt.work_parent)
         workdir = owned.path
-        if opt["keep_workdir"]:
+        if opt.keep_workdir:
             report.workdir = str(workdir)
         failure = interrupted = None
         try:
@@ -466,7 +426,7 @@ class Ingestion:
                 report.integrity = {"timing": "measured by the evaluator: hand-over to answer",
                                     "subreaper": subreaper, "wire": "json-frames"}
                 try:
-                    self.sets = _load_sets(self.input_data, opt["sets"], self.log, report)
+                    self.sets = _load_sets(self.input_data, opt.sets, self.log, report)
                     self._run_submission(workdir, self.sets)
                 except ChallengeError as exc:  # raised again below: the caller prints it
                     failure = exc
@@ -476,13 +436,13 @@ class Ingestion:
             interrupted = exc
         finally:
             signals.disarm()
-            if opt["keep_workdir"]:
+            if opt.keep_workdir:
                 self.box.disown(workdir)  # no file of the sandbox's user outlives the run
                 owned.keep()
             else:
                 owned.remove()
             self.box.release()  # the ACL entries made for the run (sandbox.choose_user)
-        for name in opt["sets"]:
+        for name in opt.sets:
             report.sets.setdefault(name, {"status": "not run"})
         for info in report.sets.values():
             if info["status"] == "running":
@@ -503,7 +463,7 @@ class Ingestion:
         if failure is not None:
             raise failure
         if interrupted:
-            interrupted.said = bool(self.opt["verbose"])  # the error line is on the terminal
+            interrupted.said = bool(self.opt.verbose)  # the error line is on the terminal
             raise interrupted
         return report.to_json()
 
@@ -613,7 +573,7 @@ class Ingestion:
             self._disk_fault(out.fault, self.private / SUBMISSION_LOG, "the submission's log")
         elif out.dropped:
             self.report.warn(f"the submission wrote {out.total / 1e6:.1f} MB to stdout/stderr; "
-                             f"{SUBMISSION_LOG} keeps the first {self.opt['max_log_mb']:g} MB and "
+                             f"{SUBMISSION_LOG} keeps the first {self.opt.max_log_mb:g} MB and "
                              "the last 16 KB", self.log)
 
     def _disk_fault(self, exc: OSError, path: Path, what: str) -> None:
@@ -657,12 +617,12 @@ class Ingestion:
             return None
         try:
             env = envmod.prepare_environment(
-                root, workdir, isolation=opt["isolation"], cache_dir=opt["cache_dir"],
-                installer=opt["installer"], wheelhouse=opt["wheelhouse"],
-                no_index=opt["no_index"], timeout=opt["install_timeout"],
-                log=log if not opt["install_progress"] else lambda s: (log(s), opt["install_progress"](s)),
-                sandbox=self.box, python=opt["python"],
-                allow_source_builds=opt["allow_source_builds"])
+                root, workdir, isolation=opt.isolation, cache_dir=opt.cache_dir,
+                installer=opt.installer, wheelhouse=opt.wheelhouse,
+                no_index=opt.no_index, timeout=opt.install_timeout,
+                log=log if not opt.install_progress else lambda s: (log(s), opt.install_progress(s)),
+                sandbox=self.box, python=opt.python,
+                allow_source_builds=opt.allow_source_builds)
         except envmod.InstallError as exc:
             report.errors.append(f"install: {exc}".splitlines()[0])
             report.fault = {"stage": "install", "set": None, "message": str(exc).splitlines()[0],
@@ -677,7 +637,7 @@ class Ingestion:
                               "path": env.path, "cached": env.cached, "python": env.python,
                               "interface": env.interface, "notes": env.notes}
         report.timings["install_s"] = time.perf_counter() - t0
-        device, why = (opt["device"], "set by --device") if opt["device"] \
+        device, why = (opt.device, "set by --device") if opt.device \
             else envmod.detect_device()
         report.device = {"name": device, "reason": why}
         log(f"device: {device} ({why})")
@@ -685,7 +645,7 @@ class Ingestion:
         try:
             child = Child(env.python, env.pythonpath, cwd=root,
                           log_path=self.private / SUBMISSION_LOG,
-                          max_log_bytes=int(opt["max_log_mb"] * (1 << 20)), confine=confine,
+                          max_log_bytes=int(opt.max_log_mb * (1 << 20)), confine=confine,
                           extra_env=confine.env, max_processes=confine.max_processes)
         except OSError as exc:
             raise ChildFault(f"could not start the submission's Python {env.python}: {exc}",
@@ -694,7 +654,7 @@ class Ingestion:
         prefill = threading.Thread(target=self._make_pool, args=(child,), name="prefill")
         prefill.start()  # while the child imports and loads its model
         try:
-            ready = child.start(timeout=opt["load_timeout"])
+            ready = child.start(timeout=opt.load_timeout)
         finally:
             prefill.join()  # never during a set
         report.timings["load_model_s"] = ready["load_s"]
@@ -729,8 +689,8 @@ class Ingestion:
         Runs beside child.start(): errors are kept for _run_sets to raise."""
         opt = self.opt
         try:
-            workers = int(opt["workers"] or default_workers())
-            stock_bytes = int(float(opt["decode_stock_mb"]) * (1 << 20))
+            workers = int(opt.workers or default_workers())
+            stock_bytes = int(float(opt.decode_stock_mb) * (1 << 20))
             # a stock decoded ahead lives in our process: only when the child cannot read it
             ahead = stock_bytes > 0 and not child.can_ptrace()
             self.report.integrity["decode_ahead"] = ahead
@@ -738,14 +698,14 @@ class Ingestion:
             # spares for the first stock, made while the child loads (buffers are never
             # reused once handed over: buffers.py)
             self.pool = BufferPool(keep=workers + 3 + self.stock_bytes // (8 << 20))
-            first = next((paths[:int(opt["batch_size"])] for _df, paths in self.sets.values()
+            first = next((paths[:int(opt.batch_size)] for _df, paths in self.sets.values()
                           if len(paths)), [])
             shapes = [probe(p) for p in first]
             if first and all(shapes):
                 # sized for a batch of the largest of these images: with mixed resolutions
                 # a smaller buffer would not fit the next full-HD batch and sit unused
                 largest = max(shapes, key=lambda s: s[0] * s[1])
-                size = buffer_bytes(layout([largest] * int(opt["batch_size"]))[1])
+                size = buffer_bytes(layout([largest] * int(opt.batch_size))[1])
                 # the stock, one batch held by the child, and the look-ahead of untimed sets;
                 # short of memory, buffers are made when needed (and a real shortage is
                 # reported there, naming the batch)
@@ -757,14 +717,14 @@ class Ingestion:
     def _run_sets(self, child: Child, sets: dict) -> None:
         """Predict the sets in turn; keep each set's answers; stop at the first fault."""
         opt, integrity = self.opt, self.report.integrity
-        workers = int(opt["workers"] or default_workers())
-        if opt["total_timeout"]:
-            self.deadline = time.monotonic() + float(opt["total_timeout"])
+        workers = int(opt.workers or default_workers())
+        if opt.total_timeout:
+            self.deadline = time.monotonic() + float(opt.total_timeout)
         if self.pool_error is not None:
             raise self.pool_error
         pool, stock_bytes = self.pool, self.stock_bytes
-        pace = dict(batch_size=int(opt["batch_size"]), workers=workers,
-                    warmup=bool(opt["warmup"]),
+        pace = dict(batch_size=int(opt.batch_size), workers=workers,
+                    warmup=bool(opt.warmup),
                     stock_bytes=stock_bytes, timeout=self._timeout)
         try:
             for k, (name, (df, paths)) in enumerate(sets.items()):
@@ -779,9 +739,9 @@ class Ingestion:
         report, log, opt = self.report, self.log, self.opt
         n = len(df)
         report.sets[name] = {"status": "running", "n": n}
-        exclusive = opt["exclusive_predict"] == "all" or (
-            opt["exclusive_predict"] == "timed" and name in TIMED_SETS)
-        bar = _bar(name, n, opt["progress"])
+        exclusive = opt.exclusive_predict == "all" or (
+            opt.exclusive_predict == "timed" and name in TIMED_SETS)
+        bar = _bar(name, n, opt.progress)
         try:
             ans = predict_set(child, pool, name, [str(s) for s in df["sample_id"]], paths,
                               _meta(df), exclusive=exclusive, progress=bar.update, **pace)
@@ -811,11 +771,11 @@ class Ingestion:
 
     def _timeout(self) -> tuple[float | None, str]:
         """Seconds left for the next call, and which limit that is."""
-        t, limit = self.opt["batch_timeout"], "the per-batch time limit"
+        t, limit = self.opt.batch_timeout, "the per-batch time limit"
         if self.deadline is not None:
             left = max(0.0, self.deadline - time.monotonic())
             if t is None or left < float(t):
-                t, limit = left, f"the total time limit of {self.opt['total_timeout']:g} s"
+                t, limit = left, f"the total time limit of {self.opt.total_timeout:g} s"
         return t, limit
 
 

@@ -48,13 +48,13 @@ def _codes(frame):
 def _seam_weights(frame, config):
     seams = frame["welding-seams"].astype(str).to_numpy()
     names, codes = np.unique(seams, return_inverse=True)
-    w = np.array([config["seam_weights"].get(s, config["default_seam_weight"]) for s in names], dtype=float)
+    w = np.array([config.seam_weights.get(s, config.default_seam_weight) for s in names], dtype=float)
     return m.seam_sample_weights(codes, w)
 
 
 def cost_section(frame, config):
     """The performance set's cost-coverage curve, operating point, best thresholds and AURC-type summaries."""
-    d = config["disclosure"]
+    d = config.disclosure
     y, pred = _codes(frame)
     cost = cost_matrix(config.cost)
     v = _seam_weights(frame, config)
@@ -64,9 +64,9 @@ def cost_section(frame, config):
         return {"available": False, "reason": "empty performance set"}
     ideal, _ = cost_coverage.decision_cost(y, y, cost, v)
     human, _ = cost_coverage.decision_cost(y, np.full(len(y), 2), cost, v)
-    levels = np.linspace(0.0, 1.0, int(d["points"]) + 1)
-    res = cost_coverage.cost_coverage(p_ko, y, cost, v, levels, min_block=int(d["min_samples"]))
-    at_own = cost_coverage.cost_coverage(p_ko, y, cost, v, [own_cov], min_block=int(d["min_samples"]))["curve"]
+    levels = np.linspace(0.0, 1.0, int(d.points) + 1)
+    res = cost_coverage.cost_coverage(p_ko, y, cost, v, levels, min_block=int(d.min_samples))
+    at_own = cost_coverage.cost_coverage(p_ko, y, cost, v, [own_cov], min_block=int(d.min_samples))["curve"]
 
     def op(c):
         return None if c is None or human == ideal else (c - ideal) / (human - ideal)
@@ -85,7 +85,7 @@ def cost_section(frame, config):
 
 
 def ood_section(frames, config):
-    tpr = config["analyses"]["ood_tpr"]
+    tpr = config.analyses.ood_tpr
     out = {}
     for name in OOD_SETS:
         f = frames.get(name)
@@ -99,26 +99,26 @@ def breaking_section(frames, config):
     rob, perf = frames["robustness"], frames["performance"]
     y_r, p_r = _codes(rob)
     y_p, p_p = _codes(perf)
-    boot = config["extras"]["bootstrap"]
+    boot = config.extras.bootstrap
     res = breaking_points.breaking_points(
         y_r, p_r, rob["perturbation"].astype(str).to_numpy(), rob["level"].to_numpy(float), y_p, p_p,
-        config["analyses"]["breaking_margin"], PERTURBATIONS, SIGNED, config["ml"]["zero_division"],
-        boot["n"], boot["seed"], boot["level"])
+        config.analyses.breaking_margin, PERTURBATIONS, SIGNED, config.ml.zero_division,
+        boot.n, boot.seed, boot.level)
     for entry in res["ladders"].values():  # levels below min_samples: count only (disclosure)
-        entry["precision"] = hide_small(entry["n"], config["disclosure"]["min_samples"], entry["precision"])[0]
+        entry["precision"] = hide_small(entry["n"], config.disclosure.min_samples, entry["precision"])[0]
     return res
 
 
 def drift_section(frame, config):
     if frame is None or "ood" not in frame.columns:
         return {"undefined": "no drift set with OOD labels"}
-    d = config["disclosure"]
+    d = config.disclosure
     res = drift_delay.drift_delay(frame["scores OOD"].to_numpy(float), frame["ood"].to_numpy(),
-                                  config["analyses"]["drift_false_alarm_rate"], int(d["min_samples"]))
-    res["onset_rounding"] = int(d["min_samples"])
+                                  config.analyses.drift_false_alarm_rate, int(d.min_samples))
+    res["onset_rounding"] = int(d.min_samples)
     # the timeline drawn on the page: median OOD score per bin of consecutive positions (no label share)
-    bins = sequence_bins(frame["scores OOD"].to_numpy(float), frame["ood"].to_numpy(), int(d["points"]),
-                         int(d["min_samples"]))
+    bins = sequence_bins(frame["scores OOD"].to_numpy(float), frame["ood"].to_numpy(), int(d.points),
+                         int(d.min_samples))
     res["timeline"] = {"start": bins["start"], "end": bins["end"], "median": bins["median"], "n": bins["n"]}
     return res
 
@@ -132,22 +132,22 @@ def localisation_section(frames, maps, masks, config):
         return {"available": False, "reason": "no maps: the submission returned no explainability output"}
     if all(v is None for v in (masks or {}).values()):
         return {"available": False, "reason": "no masks: the reference data carries no defect mask"}
-    boot, min_n = config["extras"]["bootstrap"], config["disclosure"]["min_samples"]
+    boot, min_n = config.extras.bootstrap, config.disclosure.min_samples
     sets, pooled_maps, pooled_masks = {}, {}, {}
     for name in frames:
         if name in have_maps and name in have_masks:
             ko = set(frames[name].loc[frames[name]["class"].astype(str) == "KO", "sample_id"].astype(str))
             mp = {k: v for k, v in have_maps[name].items() if k in ko}
             mk = {k: v for k, v in have_masks[name].items() if k in ko}
-            sets[name] = _public(localisation.localisation(mp, mk, MAP_SCALE, boot["n"], boot["seed"],
-                                                           boot["level"], f"localisation {name}"), min_n)
+            sets[name] = _public(localisation.localisation(mp, mk, MAP_SCALE, boot.n, boot.seed,
+                                                           boot.level, f"localisation {name}"), min_n)
             pooled_maps.update({(name, k): v for k, v in mp.items()})
             pooled_masks.update({(name, k): v for k, v in mk.items()})
     if not sets:
         return {"available": False, "reason": "no set has both maps and masks"}
     total = _public(localisation.localisation({f"{a}/{b}": v for (a, b), v in pooled_maps.items()},
                                               {f"{a}/{b}": v for (a, b), v in pooled_masks.items()}, MAP_SCALE,
-                                              boot["n"], boot["seed"], boot["level"], "localisation"), min_n)
+                                              boot.n, boot.seed, boot.level, "localisation"), min_n)
     return {"available": True, "reason": None, "map_scale": MAP_SCALE, "sets": sets, "all": total}
 
 
@@ -171,13 +171,13 @@ def compute_analyses(frames, config, maps=None, masks=None, labelling=None, base
            "drift_delay": drift_section(frames.get("drift"), config),
            "localisation": localisation_section(frames, maps, masks, config),
            "annotators": annotators.expert_kpis(frames, labelling or {}, config,
-                                                config["disclosure"]["min_samples"])}
+                                                config.disclosure.min_samples)}
     if baseline is None or robustness is None:
         out["relative_robustness"] = {"available": False,
                                       "reason": "no baseline run given (score --baseline OUT of Solution-1)"}
     else:
         out["relative_robustness"] = {"available": True, "baseline": baseline["name"],
                                       **breaking_points.relative_robustness(robustness, baseline["robustness"])}
-    out["parameters"] = {**config.analyses.as_dict(), "min_samples": config["disclosure"]["min_samples"],
+    out["parameters"] = {**config.analyses.as_dict(), "min_samples": config.disclosure.min_samples,
                          "map_scale": MAP_SCALE}
     return clean(out)

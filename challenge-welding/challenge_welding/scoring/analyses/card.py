@@ -45,10 +45,10 @@ CARD = [
 
 def card_rows(config) -> list[dict]:
     """Metric-card rows in details.json's schema (name, set, formula, parameters), settings from the config."""
-    a = config["analyses"]
-    values = {"analyses.ood_tpr": a["ood_tpr"], "analyses.breaking_margin": a["breaking_margin"],
-              "analyses.drift_false_alarm_rate": a["drift_false_alarm_rate"],
-              "disclosure.points": config["disclosure"]["points"]}
+    a = config.analyses
+    values = {"analyses.ood_tpr": a.ood_tpr, "analyses.breaking_margin": a.breaking_margin,
+              "analyses.drift_false_alarm_rate": a.drift_false_alarm_rate,
+              "disclosure.points": config.disclosure.points}
     return [{"name": r["name"], "set": r["set"], "formula": r["formula"],
              "parameters": {**{k: values.get(v, v) for k, v in r["parameters"].items()},
                             "undefined cases": r["undefined"]}} for r in CARD]
