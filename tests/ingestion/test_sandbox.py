@@ -458,6 +458,29 @@ def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeyp
         assert not any("NO SANDBOX" in w for w in report["warnings"])
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+                    reason="needs root and setpriv")
+def test_root_without_sys_admin_runs_in_a_user_namespace_as_uid_0(tmp_path, input_data,
+                                                                 env_cache):
+    """`podman run` as root: CAP_SETUID held, CAP_SYS_ADMIN not, so the namespaces come from a
+    user namespace that maps uid 0 alone. Before: the child tried to become uid 64290 there
+    (setresuid EPERM) and every submission ended with status 125 (seen in the image built on
+    python:3.12-slim). Now it stays uid 0 with no capability, and the run is ok."""
+    if not layers.probe()["mount"]:
+        pytest.skip("no namespace lent here")
+    sub = make_submission(tmp_path / "sub")
+    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", *CLI, "ingest",
+                           "--submission", str(sub), "--input-data", str(input_data), "--output",
+                           str(tmp_path / "pred"), "--env-cache", str(env_cache), "--no-progress"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    held = json.loads((tmp_path / "pred" / "ingestion.json").read_text())["sandbox"]["layers"]
+    assert held["namespaces"][:2] == ["user", "mount"], held
+    assert held["user"] == ("same user as the evaluator (uid 0, no capability: its user "
+                            "namespace maps uid 0 alone)")
+    assert held["capabilities"] == "none"
+
+
 # --- organisers may refuse runs without a sandbox ----------------------------------------------
 def test_score_refuses_a_run_without_sandbox_when_the_config_requires_one(
         tmp_path, input_data, env_cache, monkeypatch, capsys):

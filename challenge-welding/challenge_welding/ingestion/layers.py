@@ -337,14 +337,17 @@ DEFAULT_SANDBOX_UID = 64290
 CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
 
 
-def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
+def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] | None, str]:
     """((uid, gid), why) of the user to run participant code as, or (None, why not).
 
     Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
     CAP_CHOWN: an organiser's server, ``docker run`` with Docker's default capabilities; not
     a Codabench worker, which drops them) and a mount namespace is lent: in it the
     interpreter and environment under ``/root`` are reachable (bound back under an empty,
-    traversable ``/root``) while our folders are not there at all."""
+    traversable ``/root``) while our folders are not there at all. Not where that mount
+    namespace comes from a user namespace (root without CAP_SYS_ADMIN: ``podman run`` as
+    root): it maps uid 0 alone, so no other uid exists there (setresuid: EPERM, every
+    submission failed with status 125 in the image run as root)."""
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
@@ -357,6 +360,9 @@ def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
     if not mount_ns:
         return None, "same user as the evaluator (uid 0, no capability: no mount namespace " \
                      "to reach the interpreter from another user)"
+    if userns:
+        return None, "same user as the evaluator (uid 0, no capability: its user namespace " \
+                     "maps uid 0 alone)"
     return (uid, uid), f"uid {uid}, gid {uid}, no groups (run; the install: uid 0, no capability)"
 
 

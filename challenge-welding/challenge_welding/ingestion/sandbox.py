@@ -525,7 +525,7 @@ class Sandbox:
                            *self.evaluator_read],
                      write=list(scratch), holes=self.holes, network=self.run_network, abi=self.abi)
         plan = self._plan(pol, network=self.run_network)
-        user, self.user_line = layers.sandbox_user(plan is not None)
+        user, self.user_line = layers.sandbox_user(plan is not None, bool(plan and plan.userns))
         if user is not None:
             for folder in scratch:
                 _walk(folder, lambda p, _d: os.chown(p, *user, follow_symlinks=False))
@@ -557,7 +557,8 @@ class Sandbox:
         """Which layers hold, for the start line and ingestion.json's ``sandbox.layers``."""
         ns = self.namespaces
         root = os.geteuid() == 0
-        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")))[1]
+        user_line = self.user_line or layers.sandbox_user(bool(ns.get("mount")),
+                                                            bool(ns.get("userns")))[1]
         return {"user": user_line,
                 "namespaces": [n for n in ("user", "mount", "ipc", "net", "pid")
                                if ns.get("userns" if n == "user" else n)],
