@@ -432,6 +432,30 @@ def test_fork_storm_is_stopped_with_one_line(tmp_path, input_data, env_cache, ma
 
 
 # --- the ABI cap: what runs where the kernel has less ------------------------------------------
+def test_setup_py_builds_under_landlock_abi_1(tmp_path, input_data, env_cache, monkeypatch):
+    """A 5.15 kernel (a Codabench worker's): Landlock ABI 1 denies every move of a file into
+    another folder (EXDEV; REFER came with ABI 2). Before: setuptools' build_meta renaming the
+    wheel out of its temp folder, then uv moving it into its cache, failed with "Invalid
+    cross-device link": no submission with a setup.py installed. Now pip builds, with
+    os.rename falling back to copy there; in a folder of the run, the move is still refused."""
+    if sandbox.kernel_abi() < 1:
+        pytest.skip("no Landlock")
+    monkeypatch.setenv(sandbox.ABI_MAX_ENV, "1")
+    mover = GOOD.replace("    def load_model(self, config_file=None):\n",
+                         "    def load_model(self, config_file=None):\n"
+                         "        import os, tempfile\n"
+                         "        a = tempfile.mkdtemp(); os.mkdir(a + '/b')\n"
+                         "        open(a + '/f', 'w').close()\n"
+                         "        try:\n            os.rename(a + '/f', a + '/b/f'); print('MOVED')\n"
+                         "        except OSError as e:\n            print('MOVE', e.errno)\n")
+    assert mover != GOOD
+    sub = make_submission(tmp_path / "sub", component=mover)
+    report = ingest(sub, input_data, tmp_path / "pred", cache_dir=env_cache, progress=False)
+    assert report["status"] == "ok", report["errors"]
+    assert report["sandbox"]["landlock_abi"] == 1
+    assert "MOVE 18" in (tmp_path / "pred" / "submission_output.log").read_text()
+
+
 @pytest.mark.parametrize("abi", ["0", "3", None])
 def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeypatch, abi):
     if abi:
