@@ -5,7 +5,7 @@
 # and a hostile submission (reads reference_data, writes the output folder) in every mode.
 #
 #   scripts/container_matrix.sh [--workdir DIR] [--published REPO] [--solutions "A B ..."]
-#                               [--modes "M N ..."] [--keep]
+#                               [--modes "M N ..."] [--keep] [--table-only]
 #
 # Modes (each a `podman run --rm` of `challenge-welding ingest`, then `score`, in the image):
 #   root     podman run as root: Podman's default capabilities (CAP_SETUID, no CAP_SYS_ADMIN)
@@ -24,13 +24,14 @@
 # Declared differences from a Codabench worker: host network and the host's CA bundle
 # mounted (this machine reaches PyPI only so), reference_data beside input_data (as a local
 # `evaluate` lays it out: the hostile submission has something to aim at).
-# Output: WORK/matrix.md (solution x mode: score, same as host, the layers line) and the
+# --solutions picks and orders the rows (a run in parts: the table of every row so far comes
+# with --table-only). Output: WORK/matrix.md (solution x mode: score, same as host, the layers line) and the
 # hostile row; exit 1 if a score differs from the host's or the hostile submission got through.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$REPO/.cache/container-matrix" PUBLISHED="" KEEP=0
-SOLUTIONS="always-ok always-ko full-unknown random cnn-small Solution-1 Solution-1-no-trust published"
+WORK="$REPO/.cache/container-matrix" PUBLISHED="" KEEP=0 TABLE_ONLY=0
+SOLUTIONS="hostile published Solution-1 Solution-1-no-trust always-ok always-ko full-unknown random cnn-small"
 MODES="root nonroot worker7 worker1 worker0"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,7 +40,8 @@ while [ $# -gt 0 ]; do
     --solutions) SOLUTIONS="$2"; shift 2 ;;
     --modes) MODES="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --table-only) TABLE_ONLY=1; shift ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "container_matrix: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +60,7 @@ command -v podman >/dev/null || { echo "container_matrix: podman is missing (apt
 grep -qs '^ *default_ulimits' /etc/containers/containers.conf || {
   echo "container_matrix: /etc/containers/containers.conf needs default_ulimits = [] under [containers] (scripts/container_test.sh writes it)" >&2; exit 2; }
 mkdir -p "$WORK"; WORK="$(cd "$WORK" && pwd)"
+if [ "$TABLE_ONLY" = 0 ]; then
 
 step "base $BASE and the image $IMAGE (the Dockerfile unchanged: no build argument)"
 podman image exists "$BASE" || podman pull "$BASE" || {
@@ -145,7 +148,7 @@ mode_args() {  # podman run options of a mode
 step "host runs (root, the repository's venv): ingest + score"
 for s in $SOLUTIONS; do
   H="$WORK/host/$s"
-  [ -f "$H/scores/scores.json" ] && continue
+  [ "$s" = hostile ] || [ -f "$H/scores/scores.json" ] && continue
   rm -rf "$H"; mkdir -p "$H"
   "$CW" ingest --submission "$SOL/$s" --input-data "$DATA/input_data" --output "$H/pred" \
     --env-cache "$WORK/host-envs" --no-progress > "$H/console.log" 2>&1 || true
@@ -154,7 +157,7 @@ for s in $SOLUTIONS; do
 done
 
 mkdir -p "$WORK/uv-0" "$WORK/uv-1000"; chown 1000:1000 "$WORK/uv-1000"
-for s in $SOLUTIONS hostile; do
+for s in $SOLUTIONS; do
   for m in $MODES; do
     R="$WORK/runs/$s/$m"
     step "$s in $m"
@@ -174,12 +177,15 @@ for s in $SOLUTIONS hostile; do
   done
 done
 
+fi  # TABLE_ONLY
+
 step "table"
 "$PY" - "$WORK" "$SOLUTIONS" "$MODES" <<'PYEOF'
 import json, re, sys
 from pathlib import Path
 from challenge_welding.bundle.compare import compare_files
-work, sols, modes = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3].split()
+work, modes = Path(sys.argv[1]), sys.argv[3].split()
+sols = [s for s in sys.argv[2].split() if s != "hostile"]
 bad, rows, layers = [], [], {}
 head = "| solution | host | " + " | ".join(modes) + " |"
 rows += [head, "|" + "---|" * (len(modes) + 2)]
@@ -190,11 +196,16 @@ for s in sols:
     for m in modes:
         r = work / "runs" / s / m
         got = r / "out" / "scores" / "scores.json"
+        if not (r / "seconds").is_file():
+            cells.append("not run")
+            continue
         if got.is_file() and host.is_file():
             diffs = compare_files(got, host)
             cells.append(f"{json.loads(got.read_text())['score']:.2f} "
                          + ("same" if not diffs else "DIFFERS: " + "; ".join(diffs)))
             bad += [f"{s}/{m}: {d}" for d in diffs]
+        elif "error: no layer confines" in (r / "console.log").read_text(errors="replace"):
+            cells.append("refused to start (one line)")  # nothing confines: the expected end
         else:
             cells.append(f"failed ({(r / 'status').read_text().strip()})")
             bad.append(f"{s}/{m}: no scores.json")
@@ -207,12 +218,15 @@ hostile = ["", "| hostile | " + " | ".join(modes) + " |", "|" + "---|" * (len(mo
 cells = ["reference_data / output folder"]
 for m in modes:
     r = work / "runs" / "hostile" / m
+    if not (r / "console.log").is_file():
+        cells.append("not run")
+        continue
     text = (r / "console.log").read_text(errors="replace")
     log = r / "out" / "pred" / "submission_output.log"
     said = log.read_text(errors="replace") if log.is_file() else ""
     got = re.findall(r"HOSTILE (\S+ [^\n]*?) GOT", said)
     # chmod is no Landlock right: a folder's mode changed by its owner (uid 0) writes nothing
-    modes = [g for g in got if "chmod" in g]
+    chmods = [g for g in got if "chmod" in g]
     got = [g for g in got if "chmod" not in g]
     refused = sorted(set(re.findall(r"HOSTILE \S+ (.*? refused \S+)", said)))
     planted = (r / "out" / "pred" / "planted_by_submission.txt").exists()
@@ -223,7 +237,7 @@ for m in modes:
         cells.append("refused to start: " + start.group(1)[:160])
     else:
         cells.append("held: " + "; ".join(refused)
-                     + ("; but the mode changed: " + ", ".join(modes) if modes else ""))
+                     + ("; but the mode changed: " + ", ".join(chmods) if chmods else ""))
     layers[m] = layers.get(m, "?")
 hostile.append("| " + " | ".join(cells) + " |")
 out = "\n".join(rows + hostile + ["", "layers line per mode:"]
