@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 UV     := $(VENV)/bin/uv
 
-.PHONY: setup test docs demo demo-quick bench container-test clean
+.PHONY: setup test docs demo demo-quick bench container-test container-matrix clean
 
 # The prerequisites are checked first, each with one line naming what to install; a failed
 # step removes .venv so that the next `make` starts clean instead of on a half-made venv.
@@ -48,8 +48,12 @@ demo-quick: setup
 bench: setup  ## every benchmark; each prints its figures against a baseline of the same run
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
 
-container-test: setup  ## (root, podman, network; not in CI) image on a debootstrap base + dry-run through Podman's Docker API: Solution-1, planted metadata.yaml, non-root image, opencv-python, full HD; ~13 min
+container-test: setup  ## (root, podman, network; not in CI) image on python:3.12-slim + dry-run through Podman's Docker API: Solution-1, planted metadata.yaml, non-root image, opencv-python, full HD; ~13 min
 	bash scripts/container_test.sh
+
+# PUBLISHED=DIR: a checkout of confianceai/Challenge-Welding-Reference-Solution-1 (its row is left out without it)
+container-matrix: setup  ## (root, podman, network; not in CI) every reference solution (+ the published one) x root / non-root / Codabench worker at Landlock ABI 7, 1, 0 in the image, scores against the host's, a hostile submission; ~1 h
+	bash scripts/container_matrix.sh $(if $(PUBLISHED),--published $(PUBLISHED))
 
 clean:
 	rm -rf $(VENV) demo-work .site

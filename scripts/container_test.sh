@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Container test: `challenge-welding dry-run` through Podman's Docker-compatible API, end to
-# end, with the evaluation image built here on a base made here (no registry needed).
+# end, with the evaluation image built from the Dockerfile unchanged (on python:3.12-slim).
 #
 #   scripts/container_test.sh [--workdir DIR] [--data DATA --solution DIR] [--keep] [--skip-fullhd]
-#                             [--quickstart-only]
+#                             [--quickstart-only] [--debian-base]
 #
 # 1. podman, debootstrap, runc: installed with apt when missing (root);
 #    /etc/containers/containers.conf gets cgroup_manager = "cgroupfs" and
 #    default_ulimits = [] when it has no such settings (containers inside a VM/container).
-# 2. base image localhost/cw-base:bookworm: `debootstrap --variant=minbase` with python3,
-#    python3-venv, python3-pip, ca-certificates, imported with `podman import` (cached).
-# 3. the Dockerfile built twice: the default (root, as Codabench needs) and the non-root
-#    variant (--build-arg APP_USER=welder).
+# 2. base image: the Dockerfile's own, python:3.12-slim (present in podman's store, or pulled;
+#    a machine without a registry tags a stand-in so); --debian-base: localhost/cw-base:bookworm
+#    instead, `debootstrap --variant=minbase` with Debian's python3 (3.11), python3-venv,
+#    python3-pip, ca-certificates, imported with `podman import` (cached).
+# 3. the Dockerfile built twice, unchanged: the default (root, as Codabench needs) and the
+#    non-root variant (--build-arg APP_USER=welder).
 # 4. Podman's API service on unix:///run/podman/podman.sock (started here when absent,
 #    stopped at the end); every dry run talks to it through the Docker SDK.
 # 5. demo data (synth + build-sets, small) and Solution-1 trained by its own train.py on
@@ -30,7 +32,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0 FULLHD=1 QUICKSTART_ONLY=0
+WORK="$REPO/.cache/container-test" DATA="" SOLUTION="" KEEP=0 FULLHD=1 QUICKSTART_ONLY=0 DEBIAN_BASE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --workdir) WORK="$2"; shift 2 ;;
@@ -39,13 +41,15 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --skip-fullhd) FULLHD=0; shift ;;
     --quickstart-only) QUICKSTART_ONLY=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --debian-base) DEBIAN_BASE=1; shift ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "container_test: unknown option $1" >&2; exit 2 ;;
   esac
 done
 PY="${PYTHON:-$REPO/.venv/bin/python}"
 CW="$(dirname "$PY")/challenge-welding"
-BASE=localhost/cw-base:bookworm
+BASE=docker.io/library/python:3.12-slim
+[ "$DEBIAN_BASE" = 0 ] || BASE=localhost/cw-base:bookworm
 IMAGE=localhost/challenge-welding-eval:container-test
 IMAGE_NONROOT=localhost/challenge-welding-eval:container-test-nonroot
 ROOTFS_CACHE=/var/cache/challenge-welding/bookworm-rootfs
@@ -76,7 +80,10 @@ WORK="$(cd "$WORK" && pwd)"
 
 if [ "$QUICKSTART_ONLY" = 0 ]; then
 step "base image $BASE"
-if ! podman image exists "$BASE"; then
+if [ "$DEBIAN_BASE" = 0 ]; then
+  podman image exists "$BASE" || podman pull "$BASE" || {
+    echo "container_test: no $BASE here and no registry: tag a stand-in so (Debian + CPython 3.12 in /usr/local), or pass --debian-base" >&2; exit 2; }
+elif ! podman image exists "$BASE"; then
   if [ ! -x "$ROOTFS_CACHE/usr/bin/python3" ]; then
     rm -rf "$ROOTFS_CACHE.tmp" && mkdir -p "$(dirname "$ROOTFS_CACHE")"
     debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
@@ -87,7 +94,8 @@ if ! podman image exists "$BASE"; then
 fi
 
 step "build $IMAGE (root, the default) and $IMAGE_NONROOT (APP_USER=welder)"
-BUILD=(podman --runtime runc build --network=host -v "$CA:$CA:ro" --build-arg BASE_IMAGE="$BASE")
+BUILD=(podman --runtime runc build --network=host -v "$CA:$CA:ro")
+[ "$DEBIAN_BASE" = 0 ] || BUILD+=(--build-arg BASE_IMAGE="$BASE")
 "${BUILD[@]}" -t "$IMAGE" "$REPO"
 "${BUILD[@]}" --build-arg APP_USER=welder -t "$IMAGE_NONROOT" "$REPO"
 

@@ -432,6 +432,30 @@ def test_fork_storm_is_stopped_with_one_line(tmp_path, input_data, env_cache, ma
 
 
 # --- the ABI cap: what runs where the kernel has less ------------------------------------------
+def test_setup_py_builds_under_landlock_abi_1(tmp_path, input_data, env_cache, monkeypatch):
+    """A 5.15 kernel (a Codabench worker's): Landlock ABI 1 denies every move of a file into
+    another folder (EXDEV; REFER came with ABI 2). Before: setuptools' build_meta renaming the
+    wheel out of its temp folder, then uv moving it into its cache, failed with "Invalid
+    cross-device link": no submission with a setup.py installed. Now pip builds, with
+    os.rename falling back to copy there; in a folder of the run, the move is still refused."""
+    if sandbox.kernel_abi() < 1:
+        pytest.skip("no Landlock")
+    monkeypatch.setenv(sandbox.ABI_MAX_ENV, "1")
+    mover = GOOD.replace("    def load_model(self, config_file=None):\n",
+                         "    def load_model(self, config_file=None):\n"
+                         "        import os, tempfile\n"
+                         "        a = tempfile.mkdtemp(); os.mkdir(a + '/b')\n"
+                         "        open(a + '/f', 'w').close()\n"
+                         "        try:\n            os.rename(a + '/f', a + '/b/f'); print('MOVED')\n"
+                         "        except OSError as e:\n            print('MOVE', e.errno)\n")
+    assert mover != GOOD
+    sub = make_submission(tmp_path / "sub", component=mover)
+    report = ingest(sub, input_data, tmp_path / "pred", cache_dir=env_cache, progress=False)
+    assert report["status"] == "ok", report["errors"]
+    assert report["sandbox"]["landlock_abi"] == 1
+    assert "MOVE 18" in (tmp_path / "pred" / "submission_output.log").read_text()
+
+
 @pytest.mark.parametrize("abi", ["0", "3", None])
 def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeypatch, abi):
     if abi:
@@ -458,6 +482,29 @@ def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeyp
         assert run["net"] == ("not confined (Landlock ABI < 4)" if want < 4
                               else "TCP bind and connect denied")
         assert not any("NO SANDBOX" in w for w in report["warnings"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+                    reason="needs root and setpriv")
+def test_root_without_sys_admin_runs_in_a_user_namespace_as_uid_0(tmp_path, input_data,
+                                                                 env_cache):
+    """`podman run` as root: CAP_SETUID held, CAP_SYS_ADMIN not, so the namespaces come from a
+    user namespace that maps uid 0 alone. Before: the child tried to become uid 64290 there
+    (setresuid EPERM) and every submission ended with status 125 (seen in the image built on
+    python:3.12-slim). Now it stays uid 0 with no capability, and the run is ok."""
+    if not layers.probe()["mount"]:
+        pytest.skip("no namespace lent here")
+    sub = make_submission(tmp_path / "sub")
+    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", *CLI, "ingest",
+                           "--submission", str(sub), "--input-data", str(input_data), "--output",
+                           str(tmp_path / "pred"), "--env-cache", str(env_cache), "--no-progress"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    held = json.loads((tmp_path / "pred" / "ingestion.json").read_text())["sandbox"]["layers"]
+    assert held["namespaces"][:2] == ["user", "mount"], held
+    assert held["user"] == ("same user as the evaluator (uid 0, no capability: its user "
+                            "namespace maps uid 0 alone)")
+    assert held["capabilities"] == "none"
 
 
 # --- organisers may refuse runs without a sandbox ----------------------------------------------

@@ -364,17 +364,19 @@ DEFAULT_SANDBOX_UID = 64290
 CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
 
 
-def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
+def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] | None, str]:
     """((uid, gid), why) of the user to run participant code as (install and run), or (None,
     why not).
 
     Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
-    CAP_CHOWN: an organiser's server, ``docker run`` with Docker's default capabilities; not
-    a Codabench worker, which drops them). With a mount namespace the interpreter and
-    environment under ``/root`` are reachable (bound back under an empty, traversable
-    ``/root``) while our folders are not there at all; without one, :func:`user_confines`
-    must first find that the kernel's permission checks give that user what it needs and
-    nothing of ours (the reason here is then only provisional)."""
+    CAP_CHOWN: an organiser's server; not a Codabench worker, which drops them). With a mount
+    namespace the interpreter and environment under ``/root`` are reachable (bound back under
+    an empty, traversable ``/root``) while our folders are not there at all; without one,
+    :func:`user_confines` must first find that the kernel's permission checks give that user
+    what it needs and nothing of ours (the reason here is then only provisional). Not where
+    the namespaces come from a user namespace (``userns``: root without CAP_SYS_ADMIN,
+    ``podman run`` as root): it maps uid 0 alone, so no other uid exists there (setresuid:
+    EPERM, every submission failed with status 125 in the image run as root)."""
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
@@ -384,6 +386,9 @@ def sandbox_user(mount_ns: bool) -> tuple[tuple[int, int] | None, str]:
     eff = capability_sets().get("CapEff", 0)
     if not all(eff >> c & 1 for c in (CAP_CHOWN, CAP_SETGID, CAP_SETUID)):
         return None, "same user as the evaluator (uid 0, no capability: CAP_SETUID dropped)"
+    if userns:
+        return None, "same user as the evaluator (uid 0, no capability: its user namespace " \
+                     "maps uid 0 alone)"
     if not mount_ns:
         return (uid, uid), (f"uid {uid}, gid {uid}, no groups (install and run; no mount "
                             "namespace: the kernel's permission checks keep it off our folders)")

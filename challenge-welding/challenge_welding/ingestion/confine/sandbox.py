@@ -600,7 +600,7 @@ class Sandbox:
             return
         self._chosen = True
         mount = bool(self.namespaces.get("mount"))
-        self.user, self.user_line = layers.sandbox_user(mount)
+        self.user, self.user_line = layers.sandbox_user(mount, bool(self.namespaces.get("userns")))
         if self.user is None or mount:
             return
         ours = [h for h in self.holes if h not in self.sealed]

@@ -603,7 +603,13 @@ def _build(plan: InstallPlan, mode: str) -> Environment:
         shutil.rmtree(src, ignore_errors=True)
         shutil.copytree(root, src, symlinks=True)
         jail = _install_jail(sandbox, workdir, [site, src], [env_dir, uv], python)
-        if uv:
+        # Landlock ABI 1: uv moves the built wheel between folders of its own (EXDEV there, in
+        # Rust: EXDEV_SHIM cannot help it), so pip builds, patched by the shim
+        abi1 = 0 < getattr(sandbox, "abi", 0) < 2
+        if uv and abi1 and not (_site_packages(env_dir) / "pip").is_dir():
+            _run([uv, "pip", "install", "--quiet", "--python", str(py), *index, *offline, "pip"],
+                 install_log, timeout, "installing pip (Landlock ABI 1: uv cannot build there)")
+        if uv and not abi1:
             build = [uv, "pip", "install", "--python", str(py), "--no-deps", "--no-build-isolation",
                      "--offline", "--no-index", "--no-cache", "--target", str(site), str(src)]
         else:
@@ -773,9 +779,49 @@ def _install_jail(sandbox, workdir: Path, write, read, python: str):
     reads = [str(p) for p in read if p]
     # the base interpreter's own prefix (pyenv, conda: outside /usr)
     reads.append(str(Path(os.path.realpath(python)).parent.parent))
+    shim = None
+    if 0 < getattr(sandbox, "abi", 0) < 2:  # Landlock ABI 1: no file moves to another folder
+        shim = workdir / "exdev-shim"
+        shim.mkdir(exist_ok=True)
+        (shim / "sitecustomize.py").write_text(EXDEV_SHIM)
+        reads.append(str(shim))
     jail = sandbox.install(write=[*map(str, write), str(tmp)], read=reads, network=False)
     jail.env = participant_env(tmp, tmp)
+    if shim is not None:
+        jail.env["PYTHONPATH"] = str(shim)
     return jail
+
+
+# Under Landlock ABI 1 (kernels 5.13-5.18: a Codabench worker on 5.15) a ruleset denies every
+# rename or link into another folder with EXDEV (LANDLOCK_ACCESS_FS_REFER, which allows it,
+# came with ABI 2), and build backends do it: setuptools' build_meta renames the wheel out of
+# its temp folder, so every setup.py failed to build ("Invalid cross-device link"). The
+# install step's Python gets this sitecustomize: os.rename/os.replace fall back to copy and
+# delete on EXDEV, as mv(1) does across file systems. Install steps only (not the run).
+EXDEV_SHIM = '''"""challenge-welding: os.rename/os.replace copy on EXDEV (Landlock ABI 1)."""
+import errno
+import os
+import shutil
+
+
+def _moving(orig):
+    def move(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        try:
+            return orig(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV or src_dir_fd is not None or dst_dir_fd is not None:
+                raise
+        if os.path.isdir(src) and not os.path.islink(src):
+            shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+            shutil.rmtree(src)
+        else:
+            shutil.copy2(src, dst, follow_symlinks=False)
+            os.unlink(src)
+    return move
+
+
+os.rename, os.replace = _moving(os.rename), _moving(os.replace)
+'''
 
 
 def _installer_version(cmd) -> str:
