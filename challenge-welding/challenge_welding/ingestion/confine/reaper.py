@@ -96,30 +96,33 @@ def can_ptrace(pid: int) -> bool:
     return bool(holds or (st["CapBnd"] >> CAP_SYS_PTRACE & 1 and not st["NoNewPrivs"]))
 
 
-def _stat(pid: int) -> tuple[int, str, int] | None:
-    """(parent pid, state letter, start time in clock ticks) from /proc/<pid>/stat."""
+def _fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             text = fh.read().decode(errors="replace")
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces
-    return int(fields[1]), fields[0], int(fields[19])
+    return text[text.rindex(")") + 2:].split()  # the command name may hold spaces
+
+
+def _stat(pid: int) -> tuple[int, str, int] | None:
+    """(parent pid, state letter, start time in clock ticks) from /proc/<pid>/stat."""
+    fields = _fields(pid)
+    return None if fields is None else (int(fields[1]), fields[0], int(fields[19]))
+
+
+def _pids() -> list[int]:
+    """Every visible pid (none without /proc)."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
 
 
 def process_table() -> dict[int, tuple[int, str, int]]:
     """{pid: (ppid, state, start ticks)} of every visible process (empty without /proc)."""
-    table = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if name.isdigit():
-            info = _stat(int(name))
-            if info is not None:
-                table[int(name)] = info
-    return table
+    return {pid: info for pid in _pids() if (info := _stat(pid)) is not None}
 
 
 def start_ticks(pid: int) -> int:
@@ -234,23 +237,8 @@ def kill_tree(child_pid: int, since: int, before: set[int], group: bool = True,
 
 def group_members(pgid: int) -> dict[int, tuple[int, str]]:
     """{pid: (ppid, state)} of the live processes and zombies in process group ``pgid``."""
-    out = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                text = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid:
-            out[int(name)] = (int(fields[1]), fields[0])
-    return out
+    found = ((pid, _fields(pid)) for pid in _pids())
+    return {pid: (int(f[1]), f[0]) for pid, f in found if f is not None and int(f[2]) == pgid}
 
 
 def end_group(pgid: int, timeout: float = 10.0, skip: int | None = None) -> int:
