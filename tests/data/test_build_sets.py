@@ -108,22 +108,22 @@ def test_generalization_is_the_unseen_seams(built, unseen):
 
 
 def test_robustness_ladders_balance_and_levels(built, cfg):
-    cfg = cfg["robustness"]
+    cfg = cfg.robustness
     r = ref(built, "robustness")
     perf = ref(built, "performance")
     clean = r[r["perturbation"] == "none"]
     assert set(clean["level"]) == {0.0}
-    levels = {(p, float(lv)) for p, lvs in cfg["levels"].items() for lv in lvs} | {("none", 0.0)}
+    levels = {(p, float(lv)) for p, lvs in cfg.levels.as_dict().items() for lv in lvs} | {("none", 0.0)}
     assert set(zip(r["perturbation"], r["level"])) == levels
     assert r["level"].min() == -30 and r[r["perturbation"] == "translation"]["level"].max() == 20
     # every level holds the same images (same class and seam counts) with >= 10 KO
     base_counts = clean.groupby(["class", "welding-seams"]).size()
     for _, group in r.groupby(["perturbation", "level"]):
         assert group.groupby(["class", "welding-seams"]).size().equals(base_counts)
-        assert (group["class"] == "KO").sum() >= cfg["min_ko_per_level"]
+        assert (group["class"] == "KO").sum() >= cfg.min_ko_per_level
     # size and class mix: max(size, ceil(10 / KO share)) with the performance KO share
     share = (perf["class"] == "KO").mean()
-    assert len(clean) == max(cfg["size"], math.ceil(10 / share))
+    assert len(clean) == max(cfg.size, math.ceil(10 / share))
     assert abs((clean["class"] == "KO").mean() - share) <= 1.0 / len(clean) + 1e-9
     # seam-balanced within each class (as far as the performance set allows)
     for cls, group in clean.groupby("class"):
@@ -301,14 +301,14 @@ def test_missing_columns(synth, tmp_path, cfg):
 
 
 def test_too_few_ko(synth, tmp_path, cfg):
-    cfg["robustness"]["min_ko_per_level"] = 500
+    cfg = cfg.replaced({"robustness": {"min_ko_per_level": 500}})
     _expect_error(tmp_path / "unused", tmp_path, "too few KO for the robustness set", config=cfg,
                   **synth.build_args())
 
 
 def test_a_failed_rebuild_leaves_the_old_build(built, synth, tmp_path, cfg):
     before = _files(built / "reference_data")
-    cfg["robustness"]["min_ko_per_level"] = 500
+    cfg = cfg.replaced({"robustness": {"min_ko_per_level": 500}})
     with pytest.raises(ChallengeError):
         build_sets(out=built, seed=7, config=cfg, progress=False, **synth.build_args())
     assert _files(built / "reference_data") == before
