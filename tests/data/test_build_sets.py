@@ -338,3 +338,50 @@ def test_config_errors_name_the_key_expected_and_got(tmp_path, edit, message):
         load_build_config(path)
     assert str(info.value).startswith(f"{path}: {message}")
     assert "\n" not in str(info.value)
+
+
+def test_the_config_is_frozen_and_a_change_is_a_new_config(tmp_path):
+    """A change goes through replaced (dataclasses.replace at each level): the original stays as
+    it was, and the result is the config a --config FILE with the same keys gives (an
+    independent route: the YAML overlay and the check)."""
+    import dataclasses
+
+    import yaml
+
+    from challenge_welding.data.build_sets import load_build_config
+
+    base = load_build_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.drift.size = 40
+    changes = {"drift": {"size": 40}, "robustness": {"levels": {"blur": (6, 12)}}}
+    changed = base.replaced(changes)
+    assert (base.drift.size, base.robustness.levels.blur) == (300, (6, 12, 20, 30, 45))  # build_config.yaml
+    assert (changed.drift.size, changed.robustness.levels.blur) == (40, (6, 12))
+    assert changed.drift.ood_fraction == 0.3 and changed.robustness.levels.rotation == base.robustness.levels.rotation
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump({"drift": {"size": 40}, "robustness": {"levels": {"blur": [6, 12]}}}))
+    assert load_build_config(path) == changed
+    with pytest.raises(TypeError):
+        base.replaced({"drift": {"sise": 40}})  # a misspelt key is not silently added
+
+
+def test_every_default_has_one_home_the_yaml():
+    """The code names no default: build_config.yaml without any one of its keys is refused, so
+    what a key defaults to is read from the YAML only."""
+    import yaml
+
+    from challenge_welding.data.build_sets import DEFAULT_CONFIG_PATH, check_build_config
+
+    full = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
+    for name, value in full.items():
+        subkeys = list(value) if isinstance(value, dict) else [None]
+        for sub in subkeys:
+            raw = {k: dict(v) if isinstance(v, dict) else v for k, v in full.items()}
+            if sub is None:
+                del raw[name]
+            else:
+                del raw[name][sub]
+            with pytest.raises(ChallengeError) as info:
+                check_build_config(raw, "b.yaml")
+            where = name if sub is None else f"{name}.{sub}"
+            assert str(info.value) == f"b.yaml: key '{where}' is missing"
