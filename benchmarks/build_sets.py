@@ -70,10 +70,8 @@ def main():
     args = parser.parse_args()
     from challenge_welding.data.build_sets import build_sets, load_build_config
 
-    cfg = load_build_config()
-    cfg["robustness"]["size"] = 20
-    cfg["ood_synthetic"]["size_per_class"] = 15
-    cfg["drift"]["size"] = 40
+    cfg = load_build_config().replaced(
+        {"robustness": {"size": 20}, "ood_synthetic": {"size_per_class": 15}, "drift": {"size": 40}})
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()

@@ -10,11 +10,8 @@ N, KO_SHARE, OOD_SHARE = 360, 0.3, 0.08
 
 def small_config():
     """Default ladders, smaller sets so the tests stay fast."""
-    cfg = load_build_config()
-    cfg["robustness"]["size"] = 40
-    cfg["ood_synthetic"]["size_per_class"] = 25
-    cfg["drift"]["size"] = 60
-    return cfg
+    return load_build_config().replaced(
+        {"robustness": {"size": 40}, "ood_synthetic": {"size_per_class": 25}, "drift": {"size": 60}})
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +37,7 @@ def built(synth, tmp_path_factory):
 
 @pytest.fixture
 def cfg():
-    """A fresh small builder config (tests may edit it)."""
+    """The small builder config (frozen: a test changes it with ``cfg.replaced({...})``)."""
     return small_config()
 
 

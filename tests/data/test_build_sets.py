@@ -108,22 +108,22 @@ def test_generalization_is_the_unseen_seams(built, unseen):
 
 
 def test_robustness_ladders_balance_and_levels(built, cfg):
-    cfg = cfg["robustness"]
+    cfg = cfg.robustness
     r = ref(built, "robustness")
     perf = ref(built, "performance")
     clean = r[r["perturbation"] == "none"]
     assert set(clean["level"]) == {0.0}
-    levels = {(p, float(lv)) for p, lvs in cfg["levels"].items() for lv in lvs} | {("none", 0.0)}
+    levels = {(p, float(lv)) for p, lvs in cfg.levels.as_dict().items() for lv in lvs} | {("none", 0.0)}
     assert set(zip(r["perturbation"], r["level"])) == levels
     assert r["level"].min() == -30 and r[r["perturbation"] == "translation"]["level"].max() == 20
     # every level holds the same images (same class and seam counts) with >= 10 KO
     base_counts = clean.groupby(["class", "welding-seams"]).size()
     for _, group in r.groupby(["perturbation", "level"]):
         assert group.groupby(["class", "welding-seams"]).size().equals(base_counts)
-        assert (group["class"] == "KO").sum() >= cfg["min_ko_per_level"]
+        assert (group["class"] == "KO").sum() >= cfg.min_ko_per_level
     # size and class mix: max(size, ceil(10 / KO share)) with the performance KO share
     share = (perf["class"] == "KO").mean()
-    assert len(clean) == max(cfg["size"], math.ceil(10 / share))
+    assert len(clean) == max(cfg.size, math.ceil(10 / share))
     assert abs((clean["class"] == "KO").mean() - share) <= 1.0 / len(clean) + 1e-9
     # seam-balanced within each class (as far as the performance set allows)
     for cls, group in clean.groupby("class"):
@@ -301,14 +301,14 @@ def test_missing_columns(synth, tmp_path, cfg):
 
 
 def test_too_few_ko(synth, tmp_path, cfg):
-    cfg["robustness"]["min_ko_per_level"] = 500
+    cfg = cfg.replaced({"robustness": {"min_ko_per_level": 500}})
     _expect_error(tmp_path / "unused", tmp_path, "too few KO for the robustness set", config=cfg,
                   **synth.build_args())
 
 
 def test_a_failed_rebuild_leaves_the_old_build(built, synth, tmp_path, cfg):
     before = _files(built / "reference_data")
-    cfg["robustness"]["min_ko_per_level"] = 500
+    cfg = cfg.replaced({"robustness": {"min_ko_per_level": 500}})
     with pytest.raises(ChallengeError):
         build_sets(out=built, seed=7, config=cfg, progress=False, **synth.build_args())
     assert _files(built / "reference_data") == before
@@ -338,3 +338,50 @@ def test_config_errors_name_the_key_expected_and_got(tmp_path, edit, message):
         load_build_config(path)
     assert str(info.value).startswith(f"{path}: {message}")
     assert "\n" not in str(info.value)
+
+
+def test_the_config_is_frozen_and_a_change_is_a_new_config(tmp_path):
+    """A change goes through replaced (dataclasses.replace at each level): the original stays as
+    it was, and the result is the config a --config FILE with the same keys gives (an
+    independent route: the YAML overlay and the check)."""
+    import dataclasses
+
+    import yaml
+
+    from challenge_welding.data.build_sets import load_build_config
+
+    base = load_build_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.drift.size = 40
+    changes = {"drift": {"size": 40}, "robustness": {"levels": {"blur": (6, 12)}}}
+    changed = base.replaced(changes)
+    assert (base.drift.size, base.robustness.levels.blur) == (300, (6, 12, 20, 30, 45))  # build_config.yaml
+    assert (changed.drift.size, changed.robustness.levels.blur) == (40, (6, 12))
+    assert changed.drift.ood_fraction == 0.3 and changed.robustness.levels.rotation == base.robustness.levels.rotation
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump({"drift": {"size": 40}, "robustness": {"levels": {"blur": [6, 12]}}}))
+    assert load_build_config(path) == changed
+    with pytest.raises(TypeError):
+        base.replaced({"drift": {"sise": 40}})  # a misspelt key is not silently added
+
+
+def test_every_default_has_one_home_the_yaml():
+    """The code names no default: build_config.yaml without any one of its keys is refused, so
+    what a key defaults to is read from the YAML only."""
+    import yaml
+
+    from challenge_welding.data.build_sets import DEFAULT_CONFIG_PATH, check_build_config
+
+    full = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
+    for name, value in full.items():
+        subkeys = list(value) if isinstance(value, dict) else [None]
+        for sub in subkeys:
+            raw = {k: dict(v) if isinstance(v, dict) else v for k, v in full.items()}
+            if sub is None:
+                del raw[name]
+            else:
+                del raw[name][sub]
+            with pytest.raises(ChallengeError) as info:
+                check_build_config(raw, "b.yaml")
+            where = name if sub is None else f"{name}.{sub}"
+            assert str(info.value) == f"b.yaml: key '{where}' is missing"

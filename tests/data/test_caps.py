@@ -25,8 +25,7 @@ EXPECTED = {"performance": 30, "robustness": 10 * COPIES, "ood_synthetic": 30, "
 
 @pytest.fixture
 def low_min_ko(cfg):
-    cfg["robustness"]["min_ko_per_level"] = 2  # so 10 base images satisfy it (~3 KO of 10)
-    return cfg
+    return cfg.replaced({"robustness": {"min_ko_per_level": 2}})  # so 10 base images satisfy it (~3 KO of 10)
 
 
 def test_capped_sizes_are_exact_and_printed_before_writing(synth, tmp_path, low_min_ko, src_groups):

@@ -60,11 +60,8 @@ def drawn_build(synth, tmp_path_factory, cfg_module):
 def cfg_module():
     from challenge_welding.data.build_sets import load_build_config
 
-    cfg = load_build_config()
-    cfg["robustness"]["size"] = 40
-    cfg["ood_synthetic"]["size_per_class"] = 25
-    cfg["drift"]["size"] = 60
-    return cfg
+    return load_build_config().replaced(
+        {"robustness": {"size": 40}, "ood_synthetic": {"size_per_class": 25}, "drift": {"size": 60}})
 
 
 def _iou(a, b):

@@ -253,10 +253,10 @@ def test_an_empty_photo_folder_is_named(synth, tmp_path):
 
 
 def test_holding_out_seams_of_the_source_by_config(synth, tmp_path):
-    cfg = load_build_config()
-    cfg["in_domain_seams"], cfg["unseen_seams"] = ["c102", "c33"], ["c20"]
-    cfg["robustness"].update(size=20, min_ko_per_level=5)
-    cfg["ood_synthetic"]["size_per_class"], cfg["drift"]["size"] = 10, 20
+    cfg = load_build_config().replaced({
+        "in_domain_seams": ("c102", "c33"), "unseen_seams": ("c20",),
+        "robustness": {"size": 20, "min_ko_per_level": 5}, "ood_synthetic": {"size_per_class": 10},
+        "drift": {"size": 20}})
     out = build_sets(synth.source, tmp_path / "out", seed=1, config=cfg, progress=False, ood_source=synth.ood)
     gen = pd.read_parquet(out / "reference_data/generalization.parquet")
     src = _meta(synth.source)

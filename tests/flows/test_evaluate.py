@@ -22,10 +22,8 @@ def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("evaluate")
     synth = generate_dataset(root / "store", n=240, seed=5, resolution=(160, 90), ko_share=0.3,
                               ood_share=0.08, progress=False)
-    cfg = load_build_config()
-    cfg["robustness"]["size"] = 30
-    cfg["ood_synthetic"]["size_per_class"] = 20
-    cfg["drift"]["size"] = 40
+    cfg = load_build_config().replaced(
+        {"robustness": {"size": 30}, "ood_synthetic": {"size_per_class": 20}, "drift": {"size": 40}})
     return build_sets(out=root / "data", seed=1, config=cfg, progress=False, **synth.build_args())
 
 

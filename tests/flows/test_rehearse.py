@@ -57,15 +57,15 @@ def test_sets_scale_with_the_source_and_are_the_defaults_at_full_size():
     defaults = load_build_config()
     assert scaled_build_config(FULL_N, defaults) == defaults
     half = scaled_build_config(FULL_N // 2, defaults)
-    assert half["robustness"]["size"] == round(defaults["robustness"]["size"] * (FULL_N // 2) / FULL_N)
-    assert scaled_build_config(10, defaults)["drift"]["size"] == 10  # the floor
+    assert half.robustness.size == round(defaults.robustness.size * (FULL_N // 2) / FULL_N)
+    assert scaled_build_config(10, defaults).drift.size == 10  # the floor
     cfg, floored = scaled_with_floors(FULL_N // 2, defaults)
     assert floored == [] and cfg == half
     _, floored = scaled_with_floors(60, defaults)  # 150 * 60 / 22753 = 0.4 -> floor 4
     assert "robustness.size" in floored
     # 2000 / 22753 = 0.088: robustness 13.2 -> 13, min KO 0.88 -> 1, drift 26.4 -> 26: no floor binds
     cfg, floored = scaled_with_floors(2000, defaults)
-    assert floored == [] and (cfg["robustness"]["size"], cfg["drift"]["size"]) == (13, 26)
+    assert floored == [] and (cfg.robustness.size, cfg.drift.size) == (13, 26)
     assert stage_key("score 43 virtual") == "score virtual" and stage_key("ingest cnn-small") == "ingest cnn-small"
 
 

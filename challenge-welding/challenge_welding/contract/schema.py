@@ -2,8 +2,8 @@
 checkers, one validation pass.
 
 A schema node is a frozen dataclass (subclass :class:`Section`, one field per key, made with
-:func:`key`), a dict of nodes (fixed keys; :class:`OptionalKey` for a key that may be left
-out), ``("map", leaf)`` (free string keys) or a leaf checker ``check(value, where)``. A bad
+:func:`key`; ``key(node, default)`` for a key that may be left out), a dict of nodes (fixed,
+required keys), ``("map", leaf)`` (free string keys) or a leaf checker ``check(value, where)``. A bad
 value is one ChallengeError, ``"<file>: key 'a.b' must be ..., got X"``: the file and the key
 first, what is expected and what was given (:func:`schema_error`).
 """
@@ -61,14 +61,6 @@ def boolean(value, where):
     return value
 
 
-class OptionalKey:
-    """A key of a plain-dict schema that may be left out: its default (validated like a written
-    value) is used then."""
-
-    def __init__(self, schema, default):
-        self.schema, self.default = schema, default
-
-
 def key(schema, default=REQUIRED):
     """A dataclass field for a config key: its schema node and, for a key that may be left out,
     its default (as written in YAML)."""
@@ -83,13 +75,21 @@ class Section:
         """The section as plain data, in the YAML's order (details.json, fingerprints)."""
         return dataclasses.asdict(self)
 
+    def replaced(self, changes: dict):
+        """A copy with ``changes`` applied, nested as in the YAML (``{"robustness": {"size": 40}}``):
+        the config stays frozen, a change is a new config (dataclasses.replace at each level). A
+        misspelt key is a TypeError. The values are the caller's: they are not checked again."""
+        return dataclasses.replace(self, **{
+            name: getattr(self, name).replaced(value)
+            if isinstance(value, dict) and isinstance(getattr(self, name), Section) else value
+            for name, value in changes.items()})
+
 
 def _keys(schema) -> dict:
     """{key: (schema node, default)} of a fixed-key node: a dataclass or a dict of nodes."""
     if dataclasses.is_dataclass(schema):
         return {f.name: (f.metadata["schema"], f.metadata["default"]) for f in dataclasses.fields(schema)}
-    return {k: (node.schema, node.default) if isinstance(node, OptionalKey) else (node, REQUIRED)
-            for k, node in schema.items()}
+    return {k: (node, REQUIRED) for k, node in schema.items()}
 
 
 def validate(node, schema, where):

@@ -18,11 +18,11 @@ by cv2 (which writes no EXIF or other metadata).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -41,7 +41,7 @@ from challenge_welding.data.synth import MASK_COLUMN
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.calibrate import calibrate
 # the schema engine the scoring config uses too: one validation style for both configs
-from challenge_welding.contract.schema import OptionalKey, number, schema_error, validate
+from challenge_welding.contract.schema import Section, key, number, schema_error, validate
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("build_config.yaml")
 
@@ -55,32 +55,37 @@ def _listing(items):
 
 
 # ----------------------------------------------------------------------------- config
-# The builder config is checked like the scoring config: one schema of leaf checkers,
-# contract/schema.py's engine, "<file>: key 'a.b' must be ..., got X" on the first bad value.
+# The builder config is checked like the scoring config (scoring/config.py): one frozen dataclass
+# per YAML mapping, contract/schema.py's engine, "<file>: key 'a.b' must be ..., got X" on the
+# first bad value. Every default lives in build_config.yaml (no key has a default here: a file
+# given with --config is overlaid on it before the check), so there is one home for each.
+def _numbers(value):
+    return isinstance(value, (list, tuple)) and \
+        all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+
+
 def _seams(value, where):
-    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) and x for x in value):
         raise schema_error(where, f"must be a list of seam names, got {value!r}")
-    return list(value)
+    return tuple(value)
 
 
 def _kinds(value, where):
-    if not isinstance(value, list) or not value or any(k not in pt.OOD_SYNTHETIC_KINDS for k in value):
+    if not isinstance(value, (list, tuple)) or not value or any(k not in pt.OOD_SYNTHETIC_KINDS for k in value):
         raise schema_error(where, f"must be a non-empty list of {', '.join(pt.OOD_SYNTHETIC_KINDS)}, got {value!r}")
-    return list(value)
+    return tuple(value)
 
 
 def _stops(value, where):
-    if not (isinstance(value, list) and len(value) == 2 and
-            all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+    if not (_numbers(value) and len(value) == 2):
         raise schema_error(where, f"must be [darker, brighter] stops, got {value!r}")
-    return [float(x) for x in value]
+    return tuple(float(x) for x in value)
 
 
 def _levels(bound=None, positive=False):
     """A ladder: distinct non-zero numbers (level 0 is the shared clean copy), within the ODD."""
     def check(value, where):
-        if not isinstance(value, list) or not value or \
-                not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        if not _numbers(value) or not value:
             raise schema_error(where, f"must be a non-empty list of numbers, got {value!r}")
         if 0 in value or len(set(value)) != len(value):
             raise schema_error(where, f"must be distinct and non-zero (level 0 is the shared clean copy), got {value!r}")
@@ -88,7 +93,7 @@ def _levels(bound=None, positive=False):
             raise schema_error(where, f"must stay within the ODD's bound of {bound}, got {value!r}")
         if positive and min(value) < 0:
             raise schema_error(where, f"must be positive (sigma in px), got {value!r}")
-        return value
+        return tuple(value)
     return check
 
 
@@ -97,55 +102,126 @@ def _cap(value, where):
 
 
 FRACTION = number(lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-BUILD_SCHEMA = {
-    "in_domain_seams": _seams, "unseen_seams": _seams, "jpeg_quality": number(lo=1, hi=100, integer=True),
-    "performance": {"fraction": FRACTION},
-    "generalization": {"max_size": number(lo=1, integer=True)},
-    "robustness": {"size": number(lo=1, integer=True), "min_ko_per_level": number(lo=1, integer=True),
-                   "levels": {"blur": _levels(positive=True), "luminance": _levels(),
-                              "rotation": _levels(bound=30), "translation": _levels(bound=20)}},
-    "ood_synthetic": {"size_per_class": number(lo=1, integer=True), "kinds": _kinds,
-                      "extreme_blur": number(lo=0.0, lo_open=True), "abnormal_stops": _stops,
-                      "noise_sigma": number(lo=0.0, lo_open=True), "dead_fraction": FRACTION},
-    "ood_real": {"max_ood": number(lo=1, integer=True), "min_ood": number(lo=1, integer=True)},
-    "drift": {"size": number(lo=2, integer=True), "ood_fraction": FRACTION, "max_ko_share": FRACTION,
-              "max_noise_sigma": number(lo=0.0, lo_open=True), "max_dead_fraction": FRACTION,
-              "max_darkening_stops": number(lo=0.0, lo_open=True)},
-    # organisers' caps on each set's image count (null: none), see docs/data.md
-    "max_per_set": OptionalKey({name: _cap for name in SET_NAMES}, {name: None for name in SET_NAMES}),
-}
+COUNT = number(lo=1, integer=True)
+POSITIVE = number(lo=0.0, lo_open=True)
 
 
-def check_build_config(raw, source="build config") -> dict:
-    """Check a builder config (parsed YAML) against BUILD_SCHEMA; return a clean copy."""
+# --- the config, one dataclass per YAML mapping (field order = the YAML's order; what each key
+# means is said once, in build_config.yaml). Adding a key: one field below, one line in the YAML.
+@dataclass(frozen=True)
+class Performance(Section):
+    fraction: float = key(FRACTION)
+
+
+@dataclass(frozen=True)
+class Generalization(Section):
+    max_size: int = key(COUNT)
+
+
+@dataclass(frozen=True)
+class Levels(Section):
+    """The robustness ladders (their order is the order the copies are planned in)."""
+
+    blur: tuple = key(_levels(positive=True))
+    luminance: tuple = key(_levels())
+    rotation: tuple = key(_levels(bound=30))
+    translation: tuple = key(_levels(bound=20))
+
+
+@dataclass(frozen=True)
+class Robustness(Section):
+    size: int = key(COUNT)
+    min_ko_per_level: int = key(COUNT)
+    levels: Levels = key(Levels)
+
+
+@dataclass(frozen=True)
+class OodSynthetic(Section):
+    size_per_class: int = key(COUNT)
+    kinds: tuple = key(_kinds)
+    extreme_blur: float = key(POSITIVE)
+    abnormal_stops: tuple = key(_stops)
+    noise_sigma: float = key(POSITIVE)
+    dead_fraction: float = key(FRACTION)
+
+
+@dataclass(frozen=True)
+class OodReal(Section):
+    max_ood: int = key(COUNT)
+    min_ood: int = key(COUNT)
+
+
+@dataclass(frozen=True)
+class Drift(Section):
+    size: int = key(number(lo=2, integer=True))
+    ood_fraction: float = key(FRACTION)
+    max_ko_share: float = key(FRACTION)
+    max_noise_sigma: float = key(POSITIVE)
+    max_dead_fraction: float = key(FRACTION)
+    max_darkening_stops: float = key(POSITIVE)
+
+
+@dataclass(frozen=True)
+class MaxPerSet(Section):
+    """Organisers' caps on each set's image count (None: no cap), see docs/data.md; one field per
+    name of contract.names.SET_NAMES, in its order."""
+
+    performance: int | None = key(_cap)
+    robustness: int | None = key(_cap)
+    ood_real: int | None = key(_cap)
+    ood_synthetic: int | None = key(_cap)
+    generalization: int | None = key(_cap)
+    drift: int | None = key(_cap)
+
+
+@dataclass(frozen=True)
+class BuildConfig(Section):
+    """The whole builder config, validated once (load_build_config / check_build_config)."""
+
+    in_domain_seams: tuple = key(_seams)
+    unseen_seams: tuple = key(_seams)
+    jpeg_quality: int = key(number(lo=1, hi=100, integer=True))
+    performance: Performance = key(Performance)
+    generalization: Generalization = key(Generalization)
+    robustness: Robustness = key(Robustness)
+    ood_synthetic: OodSynthetic = key(OodSynthetic)
+    ood_real: OodReal = key(OodReal)
+    drift: Drift = key(Drift)
+    max_per_set: MaxPerSet = key(MaxPerSet)
+
+
+def check_build_config(raw, source="build config") -> BuildConfig:
+    """Check a whole builder config (parsed YAML, every key written) against BuildConfig; return
+    the typed, frozen config."""
     where = (str(source),)
-    config = validate(raw, BUILD_SCHEMA, where)
-    both = set(config["in_domain_seams"]) & set(config["unseen_seams"])
-    if not config["in_domain_seams"]:
+    config = validate(raw, BuildConfig, where)
+    both = set(config.in_domain_seams) & set(config.unseen_seams)
+    if not config.in_domain_seams:
         raise schema_error(where + ("in_domain_seams",), "must name at least one seam, got []")
     if both:
         raise schema_error(where + ("unseen_seams",), f"must not repeat in_domain_seams, got {', '.join(sorted(both))} "
                    "in both")
-    if config["ood_real"]["min_ood"] > config["ood_real"]["max_ood"]:
-        raise schema_error(where + ("ood_real", "min_ood"), f"must be <= max_ood ({config['ood_real']['max_ood']}), "
-                   f"got {config['ood_real']['min_ood']}")
+    rr = config.ood_real
+    if rr.min_ood > rr.max_ood:
+        raise schema_error(where + ("ood_real", "min_ood"), f"must be <= max_ood ({rr.max_ood}), got {rr.min_ood}")
     return config
 
 
-def _merge(base, extra, where):
+def _merge(base, extra):
     """``base`` overlaid with ``extra``'s keys (nested mappings merged, unknown keys kept for the
     schema to name)."""
     out = dict(base)
-    for key, value in extra.items():
-        if isinstance(base.get(key), dict) and isinstance(value, dict):
-            out[key] = _merge(base[key], value, where)
+    for name, value in extra.items():
+        if isinstance(base.get(name), dict) and isinstance(value, dict):
+            out[name] = _merge(base[name], value)
         else:
-            out[key] = value
+            out[name] = value
     return out
 
 
-def load_build_config(path=None) -> dict:
-    """The default builder config, overlaid with the keys of ``path`` (YAML) if given, checked."""
+def load_build_config(path=None) -> BuildConfig:
+    """The default builder config (build_config.yaml), overlaid with the keys of ``path`` (YAML)
+    if given, checked once."""
     config = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8"))
     if path is None:
         return check_build_config(config, DEFAULT_CONFIG_PATH)
@@ -156,7 +232,7 @@ def load_build_config(path=None) -> dict:
         raise ChallengeError(f"build config {path}: cannot read it ({exc})") from None
     if not isinstance(extra, dict):
         raise ChallengeError(f"build config {path}: expected a mapping at the top level, got {extra!r}")
-    return check_build_config(_merge(config, extra, str(path)), path)
+    return check_build_config(_merge(config, extra), path)
 
 
 # ----------------------------------------------------------------------------- source
@@ -299,7 +375,7 @@ def read_sources(source, config, unseen_sources=(), ood_source=None, workers=Non
     Rows (one frame, index = row number): the source's, each unseen source's, then the OOD
     photos'; ``_origin`` says which (source / unseen / ood), ``_file`` is the image found.
     """
-    in_dom, held = list(config["in_domain_seams"]), list(config["unseen_seams"])
+    in_dom, held = list(config.in_domain_seams), list(config.unseen_seams)
 
     def source_seam(seam):
         if seam in in_dom or seam in held:
@@ -379,23 +455,23 @@ def _item(row, op=("none", 0.0), **labels):
 
 def _pools(meta, config):
     """(in-domain rows, unseen-seam rows, real-OOD row indices); every missing input named."""
-    in_dom = list(config["in_domain_seams"])
+    in_dom = list(config.in_domain_seams)
     normal = meta[meta["OOD_class"] == 0]
     from_source = normal["_origin"] == "source" if "_origin" in normal.columns else True
     domain = normal[from_source & normal["welding-seams"].isin(in_dom)]
     unseen = normal["_origin"] == "unseen" if "_origin" in normal.columns else False
-    gen = normal[unseen | (from_source & normal["welding-seams"].isin(config["unseen_seams"]))]
+    gen = normal[unseen | (from_source & normal["welding-seams"].isin(config.unseen_seams))]
     ood_rows = meta.index[meta["OOD_class"] == 1].to_numpy()
-    rr = config["ood_real"]
+    rr = config.ood_real
     lacking = []
     if gen.empty:
         lacking.append("no data for the generalization set: pass --unseen-source DIR (a dataset in the "
                        "published format of seams the source does not have), or hold out seams of the "
                        "source with unseen_seams in the build config (now "
-                       f"{', '.join(config['unseen_seams']) or '[]'}, none in the source)")
-    if len(ood_rows) < int(rr["min_ood"]):
+                       f"{', '.join(config.unseen_seams) or '[]'}, none in the source)")
+    if len(ood_rows) < rr.min_ood:
         lacking.append(f"no real OOD photos for the ood_real set ({len(ood_rows)} found, "
-                       f"ood_real.min_ood = {rr['min_ood']}): pass --ood-source DIR (a folder of "
+                       f"ood_real.min_ood = {rr.min_ood}): pass --ood-source DIR (a folder of "
                        "JPEG/PNG photos out of the operating domain)")
     if lacking:
         raise ChallengeError("; ".join(lacking))
@@ -404,9 +480,9 @@ def _pools(meta, config):
 
 def plan_performance(meta, domain, config, rng):
     """(performance items, training rows): a stratified held-out share of the in-domain rows."""
-    in_dom = list(config["in_domain_seams"])
-    held = _stratified_split(domain, float(config["performance"]["fraction"]), rng,
-                             int(config["robustness"]["min_ko_per_level"]), in_dom)
+    in_dom = list(config.in_domain_seams)
+    held = _stratified_split(domain, config.performance.fraction, rng,
+                             config.robustness.min_ko_per_level, in_dom)
     perf = meta.loc[held]
     n_ko = int((perf["class"] == "KO").sum())
     if len(perf) == 0 or n_ko == 0:
@@ -430,8 +506,8 @@ def plan_robustness(perf, config, rng, exact_base=None):
     refused, not raised, when the floor needs more (the raise would silently break the budget
     the user sized it for).
     """
-    rc = config["robustness"]
-    min_ko = int(rc["min_ko_per_level"])
+    rc = config.robustness
+    min_ko = rc.min_ko_per_level
     n_ko = int((perf["class"] == "KO").sum())
     if n_ko < min_ko:
         raise ChallengeError(
@@ -443,14 +519,14 @@ def plan_robustness(perf, config, rng, exact_base=None):
     floor = math.ceil(min_ko / share)
     if exact_base is not None and floor > exact_base:
         raise RobustnessBaseTooSmall(exact_base, floor, n_ko, len(perf), min_ko)
-    total = max(int(rc["size"]), floor)
+    total = max(rc.size, floor)
     k_ko = min(n_ko, max(min_ko, int(round(total * share))))
     k_ok = min(len(perf) - n_ko, total - k_ko)
-    in_dom = list(config["in_domain_seams"])
+    in_dom = list(config.in_domain_seams)
     base = _round_robin(perf[perf["class"] == "KO"], k_ko, rng, in_dom) + \
         _round_robin(perf[perf["class"] == "OK"], k_ok, rng, in_dom)
     items = [_item(i, perturbation="none", level=0.0) for i in base]
-    for name, levels in rc["levels"].items():
+    for name, levels in rc.levels.as_dict().items():
         for level in levels:
             items += [_item(i, (name, float(level)), perturbation=name, level=float(level)) for i in base]
     return items
@@ -487,9 +563,8 @@ def fitting_floor(meta, config, seed, asked):
     Planned again, not computed: the floor also decides how many KO the performance split holds
     (_stratified_split), so the share the base is measured against moves with it.
     """
-    for m in range(int(config["robustness"]["min_ko_per_level"]) - 1, 0, -1):
-        trial = copy.deepcopy(config)
-        trial["robustness"]["min_ko_per_level"] = m
+    for m in range(config.robustness.min_ko_per_level - 1, 0, -1):
+        trial = config.replaced({"robustness": {"min_ko_per_level": m}})
         try:
             plan_sets(meta, trial, seed, asked)
         except ChallengeError:
@@ -500,37 +575,37 @@ def fitting_floor(meta, config, seed, asked):
 
 def plan_ood_synthetic(perf, config, rng):
     """Balanced clean / strongly perturbed copies, distinct images where possible."""
-    oc = config["ood_synthetic"]
-    k = max(1, min(int(oc["size_per_class"]), len(perf) // 2))
+    oc = config.ood_synthetic
+    k = max(1, min(oc.size_per_class, len(perf) // 2))
     rows = _draw_rows(perf.index, 2 * k, rng)
-    kinds = list(oc["kinds"])
+    kinds = list(oc.kinds)
     return [_item(i, ood=0) for i in rows[:k]] + \
         [_item(i, ("ood_synthetic", kinds[j % len(kinds)]), ood=1) for j, i in enumerate(rows[k:])]
 
 
 def plan_ood_real(perf, ood_rows, config, rng):
     """The source's real-OOD rows (at most max_ood) and as many normal held-out rows."""
-    ood_rows = list(rng.permutation(ood_rows)[: int(config["ood_real"]["max_ood"])])
+    ood_rows = list(rng.permutation(ood_rows)[: config.ood_real.max_ood])
     return [_item(i, ood=1) for i in ood_rows] + \
         [_item(i, ood=0) for i in _draw_rows(perf.index, len(ood_rows), rng)]
 
 
 def plan_generalization(gen, config, rng):
     """The unseen seams' rows (at most max_size)."""
-    rows = sorted(rng.permutation(gen.index.to_numpy())[: int(config["generalization"]["max_size"])])
+    rows = sorted(rng.permutation(gen.index.to_numpy())[: config.generalization.max_size])
     return [_item(i) for i in rows]
 
 
 def plan_drift(meta, perf, config, rng):
     """An ordered sequence, perturbation growing with the position, the end labelled OOD."""
-    dc = config["drift"]
-    n = int(dc["size"])
+    dc = config.drift
+    n = dc.size
     rows = _draw_rows(perf.index, n, rng)
     ko_share = float((meta.loc[rows, "class"] == "KO").mean())
-    if ko_share > float(dc["max_ko_share"]):
+    if ko_share > dc.max_ko_share:
         raise ChallengeError(f"source: the drift sequence would be {ko_share:.0%} KO "
-                             f"(drift.max_ko_share = {dc['max_ko_share']})")
-    first_ood = n - int(round(float(dc["ood_fraction"]) * n))
+                             f"(drift.max_ko_share = {dc.max_ko_share})")
+    first_ood = n - int(round(dc.ood_fraction * n))
     return [_item(i, ("drift", pos / max(n - 1, 1)), ood=int(pos >= first_ood), position=pos)
             for pos, i in enumerate(rows)]
 
@@ -538,7 +613,7 @@ def plan_drift(meta, perf, config, rng):
 def plan_sets(meta, config, seed, robustness_base=None):
     """({set: list of items}, training rows); item = dict(row=source index, op=(name, param),
     labels={...}). One generator drawn in this order (the order fixes the sets for a seed);
-    the caps of config["max_per_set"] are applied by capped_config before planning.
+    the caps of config.max_per_set are applied by capped_config before planning.
     ``robustness_base``: an exact ladder base asked by the user (plan_robustness)."""
     rng = np.random.default_rng([seed, 0x5E75])
     domain, gen, ood_rows = _pools(meta, config)
@@ -550,7 +625,7 @@ def plan_sets(meta, config, seed, robustness_base=None):
             "ood_real": plan_ood_real(perf, ood_rows, config, rng),
             "generalization": plan_generalization(gen, config, rng),
             "drift": plan_drift(meta, perf, config, rng)}
-    cap = config["max_per_set"]["performance"]
+    cap = config.max_per_set.performance
     if cap is not None and len(performance) > cap:
         # drawn after the others (same sets for the other five): a stratified subsample
         sets["performance"] = [_item(i) for i in _stratified_subsample(perf, cap, rng)]
@@ -569,21 +644,20 @@ def _stratified_subsample(frame, k, rng):
 
 
 def capped_config(config, caps):
-    """The config whose set sizes respect ``caps`` ({set: max images or None}): each set's own
-    size key lowered where the cap asks for less (performance is subsampled in plan_sets)."""
-    cfg = copy.deepcopy(config)
-    cfg["max_per_set"] = {**cfg["max_per_set"], **{k: v for k, v in caps.items() if v is not None}}
-    cap = cfg["max_per_set"]
-    n_copies = 1 + sum(len(v) for v in cfg["robustness"]["levels"].values())
-    for name, key, per in (("robustness", ("robustness", "size"), n_copies),
-                           ("ood_synthetic", ("ood_synthetic", "size_per_class"), 2),
-                           ("ood_real", ("ood_real", "max_ood"), 2),
-                           ("generalization", ("generalization", "max_size"), 1),
-                           ("drift", ("drift", "size"), 1)):
-        if cap[name] is not None:
-            node = cfg[key[0]]
-            node[key[1]] = min(int(node[key[1]]), max(1, cap[name] // per))
-    return cfg
+    """The config whose set sizes respect ``caps`` ({set: max images or None}) on top of its own
+    max_per_set: each set's own size key lowered where the cap asks for less (performance is
+    subsampled in plan_sets)."""
+    config = config.replaced({"max_per_set": {k: v for k, v in caps.items() if v is not None}})
+    cap = config.max_per_set
+    n_copies = 1 + sum(len(v) for v in config.robustness.levels.as_dict().values())
+    changes = {}
+    for name, size_key, per in (("robustness", "size", n_copies), ("ood_synthetic", "size_per_class", 2),
+                                ("ood_real", "max_ood", 2), ("generalization", "max_size", 1),
+                                ("drift", "size", 1)):
+        if getattr(cap, name) is not None:
+            size = getattr(getattr(config, name), size_key)
+            changes[name] = {size_key: min(size, max(1, getattr(cap, name) // per))}
+    return config.replaced(changes)
 
 
 def check_caps(sets, caps):
@@ -670,9 +744,9 @@ def _apply(img, op, seed, config):
         return pt.robustness(img, name, param)
     rng = np.random.default_rng(seed)
     if name == "ood_synthetic":
-        return pt.ood_synthetic(img, param, rng, config["ood_synthetic"])
+        return pt.ood_synthetic(img, param, rng, config.ood_synthetic)
     if name == "drift":
-        return pt.drift(img, param, rng, config["drift"])
+        return pt.drift(img, param, rng, config.drift)
     raise ValueError(name)
 
 
@@ -700,7 +774,7 @@ def _render_group(task):
             got = "not a decodable image" if mask is None else f"{mask.shape[1]}x{mask.shape[0]}"
             return f"mask {mask_src}: expected a {img.shape[1]}x{img.shape[0]} image, got {got}"
         mask = np.where(mask >= 128, 255, 0).astype(np.uint8)
-    params = [cv2.IMWRITE_JPEG_QUALITY, int(config["jpeg_quality"])]
+    params = [cv2.IMWRITE_JPEG_QUALITY, config.jpeg_quality]
     for out, op, seed, mask_out in copies:
         ok, buf = cv2.imencode(".jpeg", _apply(img, op, seed, config), params)
         with open(out, "wb") as fh:
@@ -757,19 +831,19 @@ def build_sets(source, out, seed=0, config=None, workers=None, progress=True, *,
     more (plan_robustness).
     """
     source, out = Path(source), Path(out)
-    # checked once: a dict here, a file (or the default) by load_build_config
-    cfg = check_build_config(copy.deepcopy(config)) if isinstance(config, dict) else load_build_config(config)
+    # checked once: a BuildConfig already is, a file (or the default) by load_build_config
+    cfg = config if isinstance(config, BuildConfig) else load_build_config(config)
     cfg = capped_config(cfg, max_per_set or {})
     meta = read_sources(source, cfg, unseen_sources, ood_source, workers, progress)
     source_rows = meta.attrs.pop("source_rows")
     if robustness_base is not None:
-        cfg["robustness"]["size"] = int(robustness_base)
+        cfg = cfg.replaced({"robustness": {"size": int(robustness_base)}})
     try:
         sets, training = plan_sets(meta, cfg, seed, robustness_base)
     except RobustnessBaseTooSmall as exc:
         lower = fitting_floor(meta, cfg, seed, robustness_base)
         raise ChallengeError(robustness_base_refusal(**exc.facts, lower=lower)) from None
-    check_caps(sets, cfg["max_per_set"])
+    check_caps(sets, cfg.max_per_set.as_dict())
     if report is not None:
         report(size_table(meta, sets, training))
     if plan_only:

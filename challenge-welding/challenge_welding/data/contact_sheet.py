@@ -45,15 +45,15 @@ def build_sheet(config=None, seed=0):
         tiles.append(_label(img, f"c102 KO {defect} 0.15"))
     base = render_weld(np.random.default_rng([seed, 99]), "c20", w, h, defects=[("porosity", 0.6)])
     tiles.append(_label(base, "clean (c20 KO porosity)"))
-    levels = cfg["robustness"]["levels"]
+    levels = cfg.robustness.levels
     for name in pt.ROBUSTNESS:
-        for level in sorted({min(levels[name]), max(levels[name])}):
+        for level in sorted({min(getattr(levels, name)), max(getattr(levels, name))}):
             tiles.append(_label(pt.robustness(base, name, level), f"{name} {level:g}"))
     rng = np.random.default_rng(seed)
-    for kind in cfg["ood_synthetic"]["kinds"]:
-        tiles.append(_label(pt.ood_synthetic(base, kind, rng, cfg["ood_synthetic"]),
+    for kind in cfg.ood_synthetic.kinds:
+        tiles.append(_label(pt.ood_synthetic(base, kind, rng, cfg.ood_synthetic),
                             f"ood_synthetic {kind}"))
-    tiles.append(_label(pt.drift(base, 1.0, rng, cfg["drift"]), "drift end"))
+    tiles.append(_label(pt.drift(base, 1.0, rng, cfg.drift), "drift end"))
     for k, kind in enumerate(REAL_OOD_KINDS):
         img = render_weld(np.random.default_rng([seed, 70, k]), "c33", w, h, ood_kind=kind)
         tiles.append(_label(img, f"real OOD {kind}"))

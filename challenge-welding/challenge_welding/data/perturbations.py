@@ -93,22 +93,24 @@ def colour_artefacts(img, rng):
 
 
 def ood_synthetic(img, kind, rng, config):
-    """A strong perturbation that takes the image out of the ODD."""
+    """A strong perturbation that takes the image out of the ODD; ``config``: the build config's
+    ood_synthetic section (data/build_sets.py, OodSynthetic)."""
     if kind == "extreme_blur":
-        return blur(img, config["extreme_blur"])
+        return blur(img, config.extreme_blur)
     if kind == "dark":
-        return luminance(img, -abs(config["abnormal_stops"][0]))
+        return luminance(img, -abs(config.abnormal_stops[0]))
     if kind == "bright":
-        return luminance(img, abs(config["abnormal_stops"][1]))
+        return luminance(img, abs(config.abnormal_stops[1]))
     if kind == "colour":
         return colour_artefacts(img, rng)
     if kind == "noise_dead_pixels":
-        return noise_dead_pixels(img, rng, config["noise_sigma"], config["dead_fraction"])
+        return noise_dead_pixels(img, rng, config.noise_sigma, config.dead_fraction)
     raise ValueError(f"unknown OOD kind {kind!r}")
 
 
 def drift(img, intensity, rng, config):
-    """Drift step at ``intensity`` in [0, 1]: noise, dead pixels and darkening grow together."""
-    out = luminance(img, -config["max_darkening_stops"] * intensity)
-    return noise_dead_pixels(out, rng, config["max_noise_sigma"] * intensity,
-                             config["max_dead_fraction"] * intensity)
+    """Drift step at ``intensity`` in [0, 1]: noise, dead pixels and darkening grow together;
+    ``config``: the build config's drift section (data/build_sets.py, Drift)."""
+    out = luminance(img, -config.max_darkening_stops * intensity)
+    return noise_dead_pixels(out, rng, config.max_noise_sigma * intensity,
+                             config.max_dead_fraction * intensity)

@@ -85,23 +85,29 @@ def parse_mix(text: str) -> tuple[tuple[int, int], float]:
     return (w, h), half / (full + half)
 
 
-def scaled_build_config(n: int, defaults: dict) -> dict:
-    """The builder's config with its set sizes times ``n / FULL_N`` (floors in SCALED_KEYS)."""
+def scaled_build_config(n: int, defaults):
+    """The builder's config (a BuildConfig) with its set sizes times ``n / FULL_N`` (floors in
+    SCALED_KEYS)."""
     return scaled_with_floors(n, defaults)[0]
 
 
-def scaled_with_floors(n: int, defaults: dict) -> tuple[dict, list[str]]:
+def scaled_with_floors(n: int, defaults):
     """:func:`scaled_build_config` and the keys whose floor bound (sets not to scale there)."""
-    import copy
+    changes, floored = scaled_changes(n, defaults)
+    return defaults.replaced(changes), floored
 
-    cfg, floored = copy.deepcopy(defaults), []
+
+def scaled_changes(n: int, defaults) -> tuple[dict, list[str]]:
+    """({section: {key: scaled size}}, floored keys): only the keys that scale, as a --config
+    FILE holds them (the builder overlays them on its defaults)."""
     ratio = min(1.0, n / FULL_N)
-    for section, key, floor in SCALED_KEYS:
-        scaled = int(round(cfg[section][key] * ratio))
+    changes, floored = {}, []
+    for section, name, floor in SCALED_KEYS:
+        scaled = int(round(getattr(getattr(defaults, section), name) * ratio))
         if scaled < floor:
-            floored.append(f"{section}.{key}")
-        cfg[section][key] = max(floor, scaled)
-    return cfg, floored
+            floored.append(f"{section}.{name}")
+        changes.setdefault(section, {})[name] = max(floor, scaled)
+    return changes, floored
 
 
 def loglog_slope(ns, values) -> float | None:
@@ -298,8 +304,8 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
             "int(sys.argv[5])), half_share=float(sys.argv[6]), ko_share=float(sys.argv[7]), progress=False)")
     stage("synth", [sys.executable, "-c", code, store, n, seed, *resolution, half_share, ko_share], store)
     config = work / "build_config.yaml"
-    build_config, floored = scaled_with_floors(n, load_build_config())
-    config.write_text(yaml.safe_dump(build_config))
+    changes, floored = scaled_changes(n, load_build_config())
+    config.write_text(yaml.safe_dump(changes))
     datasets = store / "challenge-welding" / "datasets"
     stage("build-sets", cli("build-sets", "--source", datasets / "synthetic", "--unseen-source",
                             datasets / "synthetic_unseen", "--ood-source", store / "ood_photos",
