@@ -603,4 +603,6 @@ def test_worker_child_cannot_change_modes_and_install_changes_are_undone(
     assert said == [f"the submission changed the modes of 2 of our files and folders "
                     f"(restored): {', '.join(changed)}"], report["warnings"]
     assert report["sandbox"]["layers"]["namespaces"] == []
+    assert report["sandbox"]["run"]["seccomp"].endswith(
+        "; chmod a no-op, chown and xattr writes refused")
     assert report["sandbox"]["layers"]["landlock_abi"] == int(abi_max)
