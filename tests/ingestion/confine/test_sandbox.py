@@ -532,3 +532,77 @@ def test_score_refuses_a_run_without_sandbox_when_the_config_requires_one(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "ran without a sandbox" in err[0], err
     assert not (tmp_path / "out2" / "scores.json").exists()
+
+
+# --- file modes: a Codabench worker (uid 0, no capability, no namespace) -----------------------
+MODE_ATTACK = '''
+for path, mode in ((T["output"], 0o000), (T["output"], 0o777), (T["input_file"], 0o666)):
+    try:
+        os.chmod(path, mode)
+        log("chmod", oct(mode), path, "ok, now", oct(os.stat(path).st_mode & 0o7777))
+    except OSError as e:
+        log("chmod", oct(mode), path, e.errno)
+try:
+    os.chown(T["input_file"], 0, 1)
+    log("chown ok")
+except OSError as e:
+    log("chown", e.errno)
+import shutil, tempfile
+with tempfile.TemporaryDirectory() as tmp:  # an honest copy: shutil.copy calls chmod
+    shutil.copy(__file__, os.path.join(tmp, "copy.py"))
+    log("shutil.copy ok")
+'''
+SETUP_MODE_ATTACK = "import json, os\nT = json.load(open('targets.json'))\n" \
+    "os.chmod(T['output'], 0o777)\nos.chmod(T['input_file'], 0o666)\n" + SETUP_PY
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+                    reason="needs root and setpriv")
+@pytest.mark.parametrize("abi_max", ["7", "1"])
+def test_worker_child_cannot_change_modes_and_install_changes_are_undone(
+        tmp_path, input_data, env_cache, abi_max):
+    """As Codabench's worker runs us (uid 0, every capability dropped, no_new_privs, no
+    namespace): the owner may chmod without CAP_FOWNER and Landlock has no right for modes.
+    Before: predict's chmod of the output folder (0o000, 0o777) and of an input file went
+    through (ok), and so did setup.py's. Now the child's chmod family is a no-op (modes
+    unchanged), chown EPERM, shutil.copy still works; the install's changes are undone after
+    the step and said in ingestion.json."""
+    if sandbox.kernel_abi() < 1:
+        pytest.skip("no Landlock")
+    pred = tmp_path / "pred"
+    pred.mkdir()
+    victim = sorted(p for p in Path(input_data).rglob("*") if p.is_file())[0]
+    modes = {p: p.stat().st_mode & 0o7777 for p in (pred, victim)}
+    owner = (victim.stat().st_uid, victim.stat().st_gid)
+    targets = {"output": str(pred), "input_file": str(victim)}
+    sub = submission(tmp_path, MODE_ATTACK, targets=targets, setup=SETUP_MODE_ATTACK)
+    env = {**os.environ, sandbox.ABI_MAX_ENV: abi_max, layers.NAMESPACES_ENV: "0"}
+    try:
+        done = subprocess.run(["setpriv", "--reuid=0", "--inh-caps=-all", "--bounding-set=-all",
+                               "--no-new-privs", *CLI, "ingest", "--submission", str(sub),
+                               "--input-data", str(input_data), "--output", str(pred),
+                               "--env-cache", str(env_cache), "--no-progress"],
+                              capture_output=True, text=True, timeout=600, env=env)
+        log = (pred / "submission_output.log").read_text()
+        report = json.loads((pred / "ingestion.json").read_text())
+        got = {p: p.stat().st_mode & 0o7777 for p in modes}
+    finally:
+        for p, m in modes.items():
+            os.chmod(p, m)
+        os.chown(victim, *owner)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert got == modes
+    for path, mode in ((pred, 0o0), (pred, 0o777), (victim, 0o666)):  # a no-op: success, unchanged
+        assert f"ATTACK chmod {oct(mode)} {path} ok, now {oct(modes[path])}\n" in log, log
+    assert (victim.stat().st_uid, victim.stat().st_gid) == owner
+    assert "ATTACK chown 1\n" in log, log  # EPERM
+    assert "ATTACK shutil.copy ok" in log
+    changed = report["sandbox"]["modes_restored"]
+    assert sorted(changed) == sorted([str(pred), str(victim)]), changed  # by setup.py
+    said = [w for w in report["warnings"] if "changed the modes" in w]
+    assert said == [f"the submission changed the modes of 2 of our files and folders "
+                    f"(restored): {', '.join(changed)}"], report["warnings"]
+    assert report["sandbox"]["layers"]["namespaces"] == []
+    assert report["sandbox"]["run"]["seccomp"].endswith(
+        "; chmod a no-op, chown and xattr writes refused")
+    assert report["sandbox"]["layers"]["landlock_abi"] == int(abi_max)

@@ -58,6 +58,7 @@ try:
 except ImportError:  # Windows: no rlimits, and no confinement to apply them in
     resource = None
 import site
+import stat
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -92,7 +93,11 @@ _SYS = {
                    ioprio_set=251, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
                    migrate_pages=256, move_pages=279, pidfd_getfd=438, process_madvise=440,
                    setns=308, socket=41, vmsplice=278, splice=275, tee=276, io_uring_setup=425,
-                   io_uring_enter=426, io_uring_register=427, audit_arch=0xC000003E),
+                   io_uring_enter=426, io_uring_register=427, chmod=90, fchmod=91,
+                   fchmodat=268, fchmodat2=452, chown=92, fchown=93, lchown=94, fchownat=260,
+                   setxattr=188, lsetxattr=189, fsetxattr=190, removexattr=197,
+                   lremovexattr=198, fremovexattr=199, setxattrat=463, removexattrat=466,
+                   audit_arch=0xC000003E),
     "aarch64": dict(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
                     kill=129, tkill=130, tgkill=131, rt_sigqueueinfo=138, rt_tgsigqueueinfo=240,
                     pidfd_send_signal=424, pidfd_open=434, setsid=157, setpgid=154,
@@ -101,7 +106,10 @@ _SYS = {
                     ioprio_set=30, prlimit64=261, process_vm_readv=270, process_vm_writev=271,
                     migrate_pages=238, move_pages=239, pidfd_getfd=438, process_madvise=440,
                     setns=268, socket=198, vmsplice=75, splice=76, tee=77, io_uring_setup=425,
-                    io_uring_enter=426, io_uring_register=427, audit_arch=0xC00000B7),
+                    io_uring_enter=426, io_uring_register=427, fchmod=52, fchmodat=53,
+                    fchmodat2=452, fchown=55, fchownat=54, setxattr=5, lsetxattr=6,
+                    fsetxattr=7, removexattr=14, lremovexattr=15, fremovexattr=16,
+                    setxattrat=463, removexattrat=466, audit_arch=0xC00000B7),
 }
 SYS = _SYS.get(platform.machine())
 
@@ -241,9 +249,21 @@ IOPRIO_CLASS_MASK, IOPRIO_CLASS_RT = 0x7 << 13, 1 << 13
 REFUSED = ("setsid", "setpgid", "tkill", "pidfd_send_signal", "pidfd_getfd", "process_madvise",
            "sched_setattr", "setns", "vmsplice", "splice", "tee")
 NOT_THERE = ("io_uring_setup", "io_uring_enter", "io_uring_register")  # ENOSYS: libraries fall back
+# A process that stays the evaluator's user with no mount namespace (a Codabench worker: uid 0,
+# no capability) owns the evaluator's files: the owner may chmod them without CAP_FOWNER, and
+# Landlock has no right for modes or extended attributes (a POSIX ACL is a mode too). Measured
+# as the worker: predict()'s chmod of the output folder (0o000, 0o777) and of an input file
+# went through. The chmod family is made a no-op (success, nothing changed) rather than
+# EPERM: shutil.copy/copy2/copytree and copymode chmod their copy (EPERM there fails an honest
+# copy of model files to scratch), and a submission's own scratch files are created with the
+# modes they need. chown and the xattr writes: EPERM (no honest predict() calls them, and
+# shutil's xattr copy ignores EPERM).
+MODES_NOOP = ("chmod", "fchmod", "fchmodat", "fchmodat2")
+MODES_REFUSED = ("chown", "fchown", "lchown", "fchownat", "setxattr", "lsetxattr", "fsetxattr",
+                 "removexattr", "lremovexattr", "fremovexattr", "setxattrat", "removexattrat")
 
 
-def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
+def seccomp_program(own_pgid: int | None, network: bool = True, modes: bool = True) -> bytes:
     """The BPF program (struct sock_filter[]) of the last line of defence.
 
     ``own_pgid``: the submission's process group, i.e. the pid of its first process (the
@@ -295,6 +315,9 @@ def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
     (a Codabench worker on an older kernel), this is what keeps TCP and UDP in; with them,
     a second line. Unix sockets stay (socketpair, multiprocessing, asyncio): a socket file
     is reached only where a mount namespace or file modes let the path be seen.
+
+    ``modes`` False (the child that stays the evaluator's user with no mount namespace): the
+    chmod family a no-op, chown and xattr writes refused (MODES_NOOP, MODES_REFUSED).
     """
     LD, JEQ, JGE, AND, RET = 0x20, 0x15, 0x35, 0x54, 0x06
     ALLOW, DENY = 0x7FFF0000, 0x00050000 | errno.EPERM
@@ -324,6 +347,9 @@ def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
         prog += [(JEQ, label, None, SYS[name]) for name in blocks[label]]
     prog += [(JEQ, "deny", None, SYS[name]) for name in REFUSED]
     prog += [(JEQ, "nosys", None, SYS[name]) for name in NOT_THERE]
+    if not modes:  # aarch64 has no chmod, chown, lchown (only the *at calls)
+        prog += [(JEQ, "noop", None, SYS[name]) for name in MODES_NOOP if name in SYS]
+        prog += [(JEQ, "deny", None, SYS[name]) for name in MODES_REFUSED if name in SYS]
     prog.append((RET, None, None, ALLOW))
     prog += [("ioctl",), arg(1), (JEQ, "deny", None, FIOSETOWN), (JEQ, "deny", None, SIOCSPGRP),
              (RET, None, None, ALLOW)]
@@ -350,6 +376,7 @@ def seccomp_program(own_pgid: int | None, network: bool = True) -> bytes:
                  (RET, None, None, ALLOW), ("eacces",), (RET, None, None, 0x00050000 | errno.EACCES)]
     prog += [("allow",), (RET, None, None, ALLOW), ("deny",), (RET, None, None, DENY),
              ("nosys",), (RET, None, None, 0x00050000 | errno.ENOSYS),
+             ("noop",), (RET, None, None, 0x00050000),  # errno 0: returns 0, nothing done
              ("deny_all",), (RET, None, None, 0x00050000 | errno.ENOSYS)]
     return _assemble(prog)
 
@@ -392,6 +419,7 @@ class _Prepared:
         self.prog = None
         self.fprog = ctypes.create_string_buffer(16)
         self.fsize = 0  # RLIMIT_FSIZE in bytes (0: unlimited)
+        self.modes = True  # False: chmod a no-op, chown refused (seccomp_program)
 
     def apply(self) -> None:
         """In the forked child, before exec: the child is its own group leader already."""
@@ -408,7 +436,8 @@ class _Prepared:
             # 0: our group's leader is outside our pid namespace (layers.py): any pid we can
             # name there is the submission's own
             pgid = os.getpgid(0)
-            prog = ctypes.create_string_buffer(seccomp_program(pgid or None, self.network))
+            prog = ctypes.create_string_buffer(seccomp_program(pgid or None, self.network,
+                                                               self.modes))
             n = len(prog.raw) // 8
             struct.pack_into("=HxxxxxxQ", self.fprog, 0, n, ctypes.addressof(prog))
             self.prog = prog
@@ -458,6 +487,7 @@ class Confinement:
         self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))
         self.prepared = _Prepared(policy, seccomp) if sys.platform.startswith("linux") else None
         self.oom_adj = oom_adj
+        self.after_step = None  # called by :meth:`reclaim` (Sandbox.restore_modes)
 
     def __call__(self) -> None:
         os.setsid()  # own group (and session): killpg ends them all; seccomp keeps them in it
@@ -521,6 +551,8 @@ class Confinement:
                 except OSError:
                     pass  # gone (a temporary file): nothing left to own
         self.owned = []
+        if self.after_step is not None:
+            self.after_step()
 
     def describe(self) -> dict:
         out = self.policy.describe()
@@ -535,6 +567,8 @@ class Confinement:
                           "group refused; splice/vmsplice/tee/io_uring refused") \
             if self.prepared and self.prepared.seccomp \
             else None
+        if out["seccomp"] and not self.prepared.modes:
+            out["seccomp"] += "; chmod a no-op, chown and xattr writes refused"
         out["rlimits"] = {"core": 0}
         if self.prepared is not None and self.prepared.fsize:
             out["rlimits"]["fsize"] = self.prepared.fsize
@@ -564,6 +598,8 @@ class Sandbox:
     user: tuple | None = None
     user_files: bool = False    # its permissions alone keep it off our folders (no mount ns)
     denied: list = field(default_factory=list)  # ACL entries made for the run (layers.deny)
+    modes: dict = field(default_factory=dict)   # {path: (mode, uid, gid)} of ``sealed`` at start
+    modes_restored: list = field(default_factory=list)  # paths whose modes a step changed
     _chosen: bool = False
 
     @classmethod
@@ -588,7 +624,18 @@ class Sandbox:
                   max_processes=max_processes, sealed=sealed,
                   reach=[str(p) for p in (*reach, *evaluator_read) if p])
         box.choose_user()
+        box.modes = record_modes(sealed)
         return box
+
+    def restore_modes(self) -> list[str]:
+        """After an install step and after the run (every process of it dead): the modes and
+        owners of input_data, reference_data and the output folder as they were at the start.
+        An install step stays the evaluator's user on a Codabench worker and must set modes
+        in the environment it builds (pip, uv), so its chmod cannot be refused there; what it
+        did to our folders is undone here. The paths changed are added to ``modes_restored``."""
+        changed = restore_modes(self.modes)
+        self.modes_restored += [p for p in changed if p not in self.modes_restored]
+        return changed
 
     def choose_user(self) -> None:
         """Once, before any participant code: the user it runs as (:func:`layers.sandbox_user`)
@@ -648,6 +695,7 @@ class Sandbox:
         conf = Confinement(pol, max_processes=self.max_processes,
                            plan=self._plan(pol, network=net), user=self.user)
         conf.hand_over(write, read)  # the caller reclaims them after the step
+        conf.after_step = self.restore_modes
         self.installed = conf.describe()
         return conf
 
@@ -670,6 +718,8 @@ class Sandbox:
         conf.hand_over(scratch, read)  # removed with the run's work folder, by us
         if conf.prepared is not None:
             conf.prepared.fsize = bound
+            # the evaluator's user, no mount namespace: it owns our folders (seccomp_program)
+            conf.prepared.modes = not (self.user is None and plan is None)
         return conf
 
     def _plan(self, pol: Policy, network: bool) -> "layers.Plan | None":
@@ -739,6 +789,41 @@ class Sandbox:
         return ("NO SANDBOX: this kernel has no Landlock (or it is capped off): the submission "
                 "can read and write whatever this user can; only the seccomp guard, the process "
                 "cap and the evaluator's file hashes protect the run")
+
+
+def record_modes(folders) -> dict:
+    """{path: (mode, uid, gid)} of each folder and everything beneath it (links left out:
+    chmod would follow them)."""
+    out = {}
+    for folder in folders:
+        if not os.path.isdir(folder):
+            continue
+        for path in _tree(folder):
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if not stat.S_ISLNK(st.st_mode):
+                    out[path] = (st.st_mode & 0o7777, st.st_uid, st.st_gid)
+    return out
+
+
+def restore_modes(recorded: dict) -> list[str]:
+    """Each path of :func:`record_modes` whose mode or owner differs now, set back; the
+    paths changed (gone ones are skipped: the output folder's cleaning says those)."""
+    changed = []
+    for path, (mode, uid, gid) in recorded.items():
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or (st.st_mode & 0o7777, st.st_uid, st.st_gid) == \
+                (mode, uid, gid):
+            continue
+        changed.append(path)
+        with contextlib.suppress(OSError):
+            if (st.st_uid, st.st_gid) != (uid, gid):
+                os.chown(path, uid, gid, follow_symlinks=False)
+            os.chmod(path, mode)
+    return changed
 
 
 def _readable(path, is_dir, clear: int = 0) -> None:

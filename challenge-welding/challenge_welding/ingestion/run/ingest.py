@@ -442,6 +442,12 @@ class Ingestion:
             else:
                 owned.remove()
             self.box.release()  # the ACL entries made for the run (sandbox.choose_user)
+        self.box.restore_modes()  # every process of it dead; before we write (Sandbox)
+        restored = report.sandbox["modes_restored"] = self.box.modes_restored
+        if restored:
+            report.warn(f"the submission changed the modes of {len(restored)} of our files and "
+                        f"folders (restored): {', '.join(restored[:5])}"
+                        + (" ..." if len(restored) > 5 else ""), self.log)
         for name in opt.sets:
             report.sets.setdefault(name, {"status": "not run"})
         for info in report.sets.values():
