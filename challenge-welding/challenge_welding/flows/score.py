@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.contract.checked import json_text, plain
+from challenge_welding.contract.checked import plain, write_scores
 from challenge_welding.contract.errors import ChallengeError, OutputError
 from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
 from challenge_welding.scoring.extras import compute_extras, sample_traces
@@ -73,7 +73,7 @@ def score_and_details(reference_dir, predictions_dir, output_dir, config_path=No
 
 def _write(scored, out: Path, traces, draws_path) -> tuple[dict, dict]:
     scores, details = scored.scores, scored.details
-    write_output(out / "scores.json", json_text(scores))
+    write_scores(out / "scores.json", scores)  # the one writer of the format (contract.checked)
     if draws_path is not None:
         draws.save(draws_path, draws.build(scored.draws, scores, scored.reference_sha256, scored.config),
                    published_dir=out)

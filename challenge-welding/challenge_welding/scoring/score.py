@@ -2,7 +2,7 @@
 
 ``score_predictions`` gives the scores and the details (no file written);
 ``challenge_welding.flows.score.score`` (the CLI's ``score``, ``evaluate`` and the
-Codabench scoring program) writes them with the extras and the page. The
+Codabench scoring program) writes them with the page. The
 numbers come from the functional core (``criteria.compute``); this module only
 does I/O and assembles ``details.json``. It never imports ``report``.
 """
@@ -225,16 +225,3 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
                                        labelling=inputs.labelling)
     return Scored(scores, details, inputs.frames, config, values,
                   {n: h["reference"] for n, h in inputs.hashes.items()})
-
-
-def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
-    """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
-
-    ``challenge_welding.flows.score.score`` is the whole output (extras and the page too).
-    """
-    scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_output(out / "scores.json", json_text(scored.scores))
-    write_output(out / "details.json", details_json(scored.details))
-    return scored.scores
