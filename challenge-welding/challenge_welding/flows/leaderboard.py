@@ -106,9 +106,9 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     None = when every folder has one, True = required, False = off; they add
     rank_lo, rank_hi and group columns, the matrices on the page and
     OUTPUT.pairwise.csv. baseline: the name of a ranked row (e.g. Solution-1's) that the
-    relative robustness (mce column) compares with (leaderboard_analyses).
+    relative robustness (mce column) compares with (scoring.analyses.leaderboard).
     """
-    from challenge_welding.scoring import leaderboard_analyses
+    from challenge_welding.scoring.analyses import leaderboard as leaderboard_analyses
     from challenge_welding.scoring import leaderboard_significance as sig
 
     folders = [Path(f) for f in folders]
