@@ -22,7 +22,7 @@ from challenge_welding.contract.errors import ChallengeError, OutputError
 from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
 from challenge_welding.scoring.analyses.extras import sample_traces
 from challenge_welding.report.html import render_report
-from challenge_welding.scoring import draws
+from challenge_welding.contract import draws
 from challenge_welding.scoring.score import details_json, score_predictions, write_output
 
 OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
@@ -44,7 +44,7 @@ def score_and_details(reference_dir, predictions_dir, output_dir, config_path=No
     sample (scoring.analyses.extras.sample_traces); it must lie outside OUT, whose files
     are published. ``baseline``: a scored folder (Solution-1's OUT) for the relative
     robustness of the analyses. ``draws_path``: also write the bootstrap's per-resample values
-    there for the leaderboard's significance (scoring.draws; not inside OUT).
+    there for the leaderboard's significance (contract.draws; not inside OUT).
     Returns the scores.json and details.json contents, as written (the command prints them
     without reading back what it just wrote). Raises SubmissionFailed
     (exit 1) or ChallengeError (exit 2) before anything is written.

@@ -23,7 +23,6 @@ Shell:
   config     load and validate scoring.yaml into one typed, frozen object
   inputs     read and check the reference and prediction parquet files, merged into frames
   score      score_predictions(): scores.json and details.json content (analyses and extras included)
-  draws      the bootstrap's per-resample values, saved for the leaderboard (organisers only)
   leaderboard_significance  read the draws of several runs and compare them
   virtual    the nine virtual reference solutions
   calibrate  alpha1/alpha2 of every KPI from full_unknown and good, written into scoring.yaml

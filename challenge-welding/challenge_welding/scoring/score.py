@@ -106,7 +106,7 @@ def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, w
                  draws=None):
     """(scores, details) from validated frames; details without analyses nor extras (scoring.analyses.run).
 
-    ``draws``: a dict that receives the bootstrap's per-resample values (scoring.draws), if given.
+    ``draws``: a dict that receives the bootstrap's per-resample values (contract.draws), if given.
     """
     warnings = list(warnings)
     prep = prepare(frames, config)

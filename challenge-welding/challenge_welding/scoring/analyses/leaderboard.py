@@ -24,11 +24,11 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses.breaking_points import relative_robustness
 from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability
 from challenge_welding.scoring.config import load_config
-from challenge_welding.scoring.draws import RAW_KEYS
+from challenge_welding.contract.draws import RAW_KEYS
 
 
 def weight_stability(draws: dict) -> dict:
-    """{name: (p_first, rank_lo, rank_hi)} and a note, from {name: scoring.draws.Draws}."""
+    """{name: (p_first, rank_lo, rank_hi)} and a note, from {name: contract.draws.Draws}."""
     names = list(draws)
     first = draws[names[0]].header
     default = load_config().as_dict()  # plain data, like the draws' header
