@@ -111,7 +111,7 @@ def main():
 
     from conftest import load_default_config, make_details, make_frames
 
-    from challenge_welding.scoring.extras import compute_extras
+    from challenge_welding.scoring.analyses.extras import compute_extras
     from challenge_welding.report.html import render_report
 
     config = load_default_config()

@@ -217,7 +217,7 @@ def main():
         _, t2, m2 = measure(lambda: bootstrap(prep, config, n_boot=args.boot, seed=0))
         print(f"(2) bootstrap B={args.boot}:            {t2:6.2f} s   peak {m2:7.1f} MiB   (goal < 30 s)")
 
-        from challenge_welding.scoring.extras import compute_extras
+        from challenge_welding.scoring.analyses.extras import compute_extras
         from challenge_welding.report.html import render_report
 
         def page():

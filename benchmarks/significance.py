@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from challenge_welding.scoring import leaderboard_significance as sig
-from challenge_welding.scoring import draws as draws_io
+from challenge_welding.contract import draws as draws_io
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.calibrate import calibrate
 from challenge_welding.scoring.config import load_config, validate_config

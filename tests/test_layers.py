@@ -40,6 +40,10 @@ ROOMS = {
         "run": ("confine", "install", "handover"),         # ingest(), one set, validate, write, check
     },
 }
+# What is reported but never scored has one room in scoring (analyses/: the analyses, the extras,
+# the leaderboard's analyses); inside scoring only the shell that fills details.json enters it, so
+# nothing scored can depend on what is only reported.
+REPORTED = {"scoring": ("analyses", {"score.py"})}
 # A layer's face beside its rooms: options (every option of a run, its default, its check), read
 # by every room and by the commands' --help, so it imports only contract and the standard library.
 FACES = {"ingestion": {"options.py"}}
@@ -156,3 +160,12 @@ def test_the_room_check_sees_an_import_that_runs_back_up(tmp_path):
                      "from challenge_welding.ingestion.confine import sandbox\n")
     ups = [n for n in _imports(probe) if _room(n, "ingestion") not in (None, "confine")]
     assert ups == ["challenge_welding.ingestion.run.ingest"]
+
+
+@pytest.mark.parametrize("layer", sorted(REPORTED))
+def test_only_the_shell_enters_the_room_of_what_is_reported(layer):
+    room, shells = REPORTED[layer]
+    inside = f"challenge_welding.{layer}.{room}"
+    entering = sorted(f.name for f in (PACKAGE / layer).glob("*.py")
+                      if any(n == inside or n.startswith(inside + ".") for n in _imports(f)))
+    assert entering == sorted(shells)

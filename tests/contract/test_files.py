@@ -116,3 +116,23 @@ def test_remove_stale_removes_the_folders_of_dead_owners_only(tmp_path):
         alive.kill()
         alive.wait()
     assert remove_stale("cw-test-", tmp_path) == [Path(alive_path)]
+
+
+def test_scores_json_has_one_writer_strict_and_read_back_alike(tmp_path):
+    """contract.checked.write_scores: the contract's keys in order, strict JSON, read back by read_scores;
+    a NaN or a missing key is refused before a byte is written."""
+    import json
+
+    from challenge_welding.contract.checked import json_text, read_scores, write_scores
+    from challenge_welding.contract.errors import ChallengeError
+    from challenge_welding.contract.names import SCORE_KEYS
+
+    scores = {k: 0.25 * i for i, k in enumerate(SCORE_KEYS)}
+    path = write_scores(tmp_path / "scores.json", scores)
+    assert path.read_text() == json_text(scores)
+    assert list(json.loads(path.read_text())) == list(SCORE_KEYS)
+    assert read_scores(path) == scores
+    for bad, key in (({**scores, "score": float("nan")}, "'score'"), ({k: scores[k] for k in SCORE_KEYS[1:]}, "keys")):
+        with pytest.raises(ChallengeError, match=key):
+            write_scores(tmp_path / "bad.json", bad)
+        assert not (tmp_path / "bad.json").exists()

@@ -91,7 +91,7 @@ def scored(tmp_path_factory):
 
     from challenge_welding.flows.score import score
     from challenge_welding.scoring.calibrate import calibrate
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
     from challenge_welding.scoring.virtual import make_virtual
 
     base = tmp_path_factory.mktemp("hostile")
@@ -108,7 +108,7 @@ def scored(tmp_path_factory):
 
 def tampered(scored, tmp_path, name, scores=None, details=None):
     """A copy of the good scored folder (and its draws) with scores.json / details.json replaced by text."""
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
 
     folder = tmp_path / name
     shutil.copytree(scored["good"], folder)
@@ -228,7 +228,7 @@ def test_score_baseline_nested_deep(scored, tmp_path):
 
 def test_draws_that_inflate_to_1_5_gb(scored, tmp_path):
     """A 1.5 MB archive whose 'score' array declares (and holds) 1.5 GB of zeros: refused before inflating."""
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
 
     bad = tampered(scored, tmp_path, "bomb")
     path = draws_path(bad)

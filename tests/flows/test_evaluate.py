@@ -28,7 +28,7 @@ def data(tmp_path_factory):
 
 
 def test_cli_evaluates_a_baseline_and_matches_score(data, tmp_path):
-    from challenge_welding.scoring.score import write_scores as score
+    from challenge_welding.scoring.score import score_predictions
 
     out = tmp_path / "always-ko"
     res = subprocess.run([sys.executable, "-m", "challenge_welding", "evaluate", "--submission",
@@ -39,14 +39,14 @@ def test_cli_evaluates_a_baseline_and_matches_score(data, tmp_path):
     assert (out / "detailed_results.html").exists()
     assert (out / "predictions" / "ingestion.json").exists()
     # Same numbers by the other route: score the predictions evaluate wrote.
-    again = score(data / "reference_data", out / "predictions", tmp_path / "again")
+    again = score_predictions(data / "reference_data", out / "predictions").scores
     assert again == scores
     # The real always-ko component answers what the virtual full_ko does: every criterion
     # that does not involve time agrees.
     from challenge_welding.scoring.virtual import make_virtual
 
     make_virtual(data / "reference_data", "full_ko", tmp_path / "vpred")
-    virtual = score(data / "reference_data", tmp_path / "vpred", tmp_path / "vout")
+    virtual = score_predictions(data / "reference_data", tmp_path / "vpred").scores
     for key in ("op", "ml", "uop", "ucalib_ko", "r_blur", "r_rot", "ood_syn", "ood_real", "op_g",
                 "ml_g", "op_d", "ood_d"):
         assert scores[key] == pytest.approx(virtual[key], abs=1e-9), key

@@ -182,7 +182,7 @@ def report_frames() -> dict:
 
 @pytest.fixture(scope="session")
 def report_details(report_frames, scoring_config) -> dict:
-    from challenge_welding.scoring.extras import compute_extras
+    from challenge_welding.scoring.analyses.extras import compute_extras
 
     details = make_details(report_frames, scoring_config)
     details["extras"] = compute_extras(report_frames, scoring_config)

@@ -31,7 +31,7 @@ def _maps_masks(frame):
 
 @pytest.fixture(scope="module")
 def with_analyses(report_frames, scoring_config, details_factory):
-    from challenge_welding.scoring.extras import compute_extras
+    from challenge_welding.scoring.analyses.extras import compute_extras
 
     details = details_factory(report_frames, scoring_config)
     details["extras"] = compute_extras(report_frames, scoring_config)

@@ -139,7 +139,7 @@ def pages(tmp_path_factory):
     from challenge_welding.flows.leaderboard import leaderboard
     from challenge_welding.flows.score import score
     from challenge_welding.scoring.calibrate import calibrate
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
     from challenge_welding.scoring.virtual import make_virtual
 
     base = tmp_path_factory.mktemp("screens")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from challenge_welding.report import charts
-from challenge_welding.scoring.extras import compute_extras
+from challenge_welding.scoring.analyses.extras import compute_extras
 
 _spec = importlib.util.spec_from_file_location("report_conftest_for_charts", Path(__file__).with_name("conftest.py"))
 _conf = importlib.util.module_from_spec(_spec)

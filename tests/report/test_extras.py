@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from challenge_welding.scoring.extras import compute_extras
+from challenge_welding.scoring.analyses.extras import compute_extras
 from challenge_welding.scoring.retention import retention_aucs
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from challenge_welding.report.html import render_report
-from challenge_welding.scoring.extras import compute_extras
+from challenge_welding.scoring.analyses.extras import compute_extras
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 SECTIONS = ("kpis", "sets", "uncertainty", "robustness", "ood", "retention", "trust", "card")
@@ -97,7 +97,7 @@ def test_page_in_headless_chromium(page, tmp_path):
 
 def test_page_for_a_full_unknown_component(report_frames, scoring_config, details_factory):
     """All mass on UNKNOWN (0/0 binary probabilities, every uncertainty tied) and a single-class OOD set."""
-    from challenge_welding.scoring.extras import compute_extras
+    from challenge_welding.scoring.analyses.extras import compute_extras
 
     frames = {name: df.copy() for name, df in report_frames.items()}
     for df in frames.values():

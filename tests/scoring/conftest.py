@@ -126,7 +126,7 @@ def scored_runs(tmp_path_factory):
     """{name: scored folder} with draws beside each: with_trust twice (identical predictions), random, perfect."""
     import shutil
 
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
     from challenge_welding.flows.score import score
     from challenge_welding.scoring.virtual import make_virtual
 

@@ -9,8 +9,8 @@ import pytest
 
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.flows.leaderboard import leaderboard
-from challenge_welding.scoring.leaderboard_analyses import relative_to, weight_stability
-from challenge_welding.scoring import draws as draws_io
+from challenge_welding.scoring.analyses.leaderboard import relative_to, weight_stability
+from challenge_welding.contract import draws as draws_io
 
 
 @pytest.fixture(scope="module")

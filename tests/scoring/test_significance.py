@@ -11,7 +11,7 @@ import pytest
 
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.flows.leaderboard import leaderboard
-from challenge_welding.scoring import draws as draws_io
+from challenge_welding.contract import draws as draws_io
 from challenge_welding.scoring.bootstrap import Resampler
 from challenge_welding.scoring.config import load_config
 from challenge_welding.scoring.criteria import SetArrays, set_criteria

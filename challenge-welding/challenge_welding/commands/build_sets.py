@@ -68,6 +68,7 @@ def run(args):
     import pandas as pd
 
     from challenge_welding.data.build_sets import build_sets, format_size_table, ko_warnings, training_meta_path
+    from challenge_welding.scoring.inputs import read_reference
 
     caps, ladder = parse_caps(args.max_per_set, args.robustness_base)
 
@@ -87,13 +88,14 @@ def run(args):
         return 0
     print(f"evaluation data built in {time.time() - t0:.1f} s -> {out}")
     for name in SET_NAMES:
-        ref = pd.read_parquet(out / "reference_data" / f"{name}.parquet")
+        # the reference format's one reader (scoring.inputs): what the scoring will refuse is said now
+        ref = read_reference(out / "reference_data", name)
         extra = f", ood {int(ref['ood'].sum())}" if "ood" in ref.columns else ""
         masks = out / "reference_data" / "masks" / name
         n_masks = len(list(masks.glob("*.png"))) if masks.is_dir() else 0
         print(f"  {name:15s} {len(ref):6d} images, KO {int((ref['class'] == 'KO').sum()):5d}{extra}"
               f"{f', masks {n_masks}' if n_masks else ''}")
-    train = pd.read_parquet(training_meta_path(out))
+    train = pd.read_parquet(training_meta_path(out), columns=["class"])  # data/'s format: its labels only
     print(f"  {'training_data':15s} {len(train):6d} images, KO {int((train['class'] == 'KO').sum()):5d}")
     print(f"  scoring config (calibrated): {out / 'reference_data' / 'scoring.yaml'}")
     return 0

@@ -3,7 +3,9 @@
 Writers: :func:`json_text` is the one JSON encoder of our outputs (ingestion.json,
 scores.json, details.json): standard JSON only (``allow_nan=False``), so a browser's
 ``JSON.parse`` or any strict reader accepts what we write; a NaN or an infinity that
-reaches it is refused (ValueError), never written as a bare ``NaN``.
+reaches it is refused (ValueError), never written as a bare ``NaN``. :func:`write_scores`
+is the one writer of a scores.json (through contract.files' atomic write), the mirror of
+:func:`read_scores`.
 
 Readers: a scored folder handed to ``leaderboard`` or ``score --baseline`` is somebody
 else's bytes. :func:`read_json` checks the size and the nesting *before* ``json.loads``
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from challenge_welding.contract.errors import ChallengeError
+from challenge_welding.contract.files import write_atomic
 from challenge_welding.contract.names import SCORE_KEYS
 
 # The limits, in one place (a real details.json at 4,000 images is well under 1 MB, nesting ~8;
@@ -158,6 +161,22 @@ def read_scores(path, what: str = "re-score the folder with `score`") -> dict:
         raise FileRefused(f"{path}: key {bad[0]!r} is {text}, not a number"
                           f"{f' (and {len(bad) - 1} more key(s))' if len(bad) > 1 else ''}: {what}")
     return {k: float(scores[k]) for k in SCORE_KEYS}
+
+
+def write_scores(path, scores: dict) -> Path:
+    """Write ``scores`` to the scores.json at ``path``: the contract's keys in their order, each a finite number.
+
+    The one writer of the format (:func:`read_scores` is its reader): strict JSON (:func:`json_text`),
+    complete or absent (contract.files.write_atomic). Anything else is our own bug, refused before a
+    byte is written: ChallengeError (exit status 2), "internal error" naming the key.
+    """
+    if tuple(scores) != SCORE_KEYS:
+        raise ChallengeError(f"internal error: scores.json keys {list(scores)[:3]}... are not the contract's "
+                             f"{list(SCORE_KEYS)[:3]}...")
+    bad = [k for k in SCORE_KEYS if not _real(scores[k])]
+    if bad:
+        raise ChallengeError(f"internal error: scores.json key {bad[0]!r} is {scores[bad[0]]!r}, not a finite number")
+    return write_atomic(path, json_text(scores), what="scores.json")
 
 
 def field(data, key: str, kinds, path, default=None):

@@ -28,6 +28,19 @@ PRED_COLUMNS = (
     "compute_time",
 )
 
+# The prediction columns the scoring reads (the three probabilities, then the OOD score)
+PROBA_COLUMNS = PRED_COLUMNS[2:5]
+OOD_COLUMN = PRED_COLUMNS[5]
+
+# Reference data (output of build-sets: reference_data/<set>.parquet): every set's columns,
+# then each set's own (optional: labelling_type, read by the analyses, never scored)
+REFERENCE_BASE_COLUMNS = ("sample_id", "class", "welding-seams")
+REFERENCE_COLUMNS = {
+    "performance": (), "generalization": (),
+    "robustness": ("perturbation", "level"),
+    "ood_real": ("ood",), "ood_synthetic": ("ood",), "drift": ("ood", "position"),
+}
+
 # scores.json keys, in leaderboard order: read from the one registry of KPIs and criteria
 SCORE_KEYS = ("score",) + KPI_KEYS + CRITERIA_KEYS
 

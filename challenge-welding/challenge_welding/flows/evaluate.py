@@ -16,7 +16,7 @@ from challenge_welding.contract.files import make_folder, writing
 from challenge_welding.flows.score import score
 from challenge_welding.ingestion.options import IngestOptions
 from challenge_welding.ingestion.run.ingest import ingest
-from challenge_welding.scoring.draws import draws_path
+from challenge_welding.contract.draws import draws_path
 
 
 def evaluate(submission, data, output, draws=True, options: IngestOptions | None = None,
@@ -25,7 +25,7 @@ def evaluate(submission, data, output, draws=True, options: IngestOptions | None
 
     ``options``: the ingestion's IngestOptions, ``changes`` options set by keyword on top of it.
 
-    ``draws``: also write the per-resample values beside OUT, as ``<OUT>.draws.npz`` (scoring.draws).
+    ``draws``: also write the per-resample values beside OUT, as ``<OUT>.draws.npz`` (contract.draws).
 
     Returns the scores.json content. Raises SubmissionFailed (exit 1) when the
     submission fails (ingestion status not "ok", predictions refused by the

@@ -41,7 +41,8 @@ def read_scores(folder: Path) -> dict:
 
 def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, dict]]:
     """Score the virtual solutions on DATA/reference_data; (name, scores) per kind."""
-    from challenge_welding.scoring.score import write_scores
+    from challenge_welding.contract.checked import write_scores
+    from challenge_welding.scoring.score import details_json, score_predictions, write_output
     from challenge_welding.scoring.virtual import make_virtual
 
     reference = Path(data) / "reference_data"
@@ -52,8 +53,11 @@ def virtual_rows(data, workdir, kinds=VIRTUAL_KINDS, seed=0) -> list[tuple[str, 
         pred = Path(workdir) / kind / "predictions"
         out = Path(workdir) / kind
         make_virtual(reference, kind, pred, seed=seed)
-        write_scores(reference, pred, out)  # reference rows: scores only, no page
-        rows.append((f"virtual {kind}", read_scores(out)))
+        scored = score_predictions(reference, pred)  # reference rows: scores and details, no page
+        make_folder(out, "the virtual solutions")
+        write_scores(out / "scores.json", scored.scores)
+        write_output(out / "details.json", details_json(scored.details))
+        rows.append((f"virtual {kind}", scored.scores))  # as written: not read back
     return rows
 
 
@@ -102,9 +106,9 @@ def leaderboard(folders, output, virtual_data=None, names=None, title="Leaderboa
     None = when every folder has one, True = required, False = off; they add
     rank_lo, rank_hi and group columns, the matrices on the page and
     OUTPUT.pairwise.csv. baseline: the name of a ranked row (e.g. Solution-1's) that the
-    relative robustness (mce column) compares with (leaderboard_analyses).
+    relative robustness (mce column) compares with (scoring.analyses.leaderboard).
     """
-    from challenge_welding.scoring import leaderboard_analyses
+    from challenge_welding.scoring.analyses import leaderboard as leaderboard_analyses
     from challenge_welding.scoring import leaderboard_significance as sig
 
     folders = [Path(f) for f in folders]

@@ -256,7 +256,7 @@ def score_virtuals(reference: str, root: str, predictions: str, count: int, seed
     (their predictions in ``predictions/``)."""
     from challenge_welding.contract.names import VIRTUAL_KINDS
     from challenge_welding.flows.score import score
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
     from challenge_welding.scoring.virtual import make_virtual
 
     for i in range(int(count)):
@@ -282,7 +282,7 @@ def rehearse_size(work: Path, n: int, mix: str, *, seed: int = 0, runs: int = 50
     """
     from challenge_welding.data.build_sets import load_build_config
     from challenge_welding.flows.demo import no_trust_copy
-    from challenge_welding.scoring.draws import draws_path
+    from challenge_welding.contract.draws import draws_path
 
     resolution, half_share = parse_mix(mix)
     shutil.rmtree(work, ignore_errors=True)

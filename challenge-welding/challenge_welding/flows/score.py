@@ -1,11 +1,13 @@
 """Write the outputs of a scoring: scores.json, then details.json, then the page.
 
 Used by the ``score`` and ``evaluate`` commands and the Codabench scoring
-program. The numbers come from scoring (the score, then the extras), the page
-from report, which only draws them (docs/architecture.md). scores.json is written first, so whatever happens in the report the score is
-not lost; the extras and the page never change it (a failure there becomes a
-warning and a plain fallback page); details.json is written once, after the
-page, so it holds the page's warnings too.
+program. The numbers come from scoring (the score, then what is reported beyond it:
+scoring.analyses, computed there once from the frames it read), the page from report,
+which only draws them (docs/architecture.md). scores.json is written first
+(contract.checked.write_scores, its one writer), so whatever happens in the report the
+score is not lost; the page never changes it (a failure there becomes a warning and a
+plain fallback page); details.json is written once, after the page, so it holds the
+page's warnings too.
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from challenge_welding.contract.checked import json_text, plain
+from challenge_welding.contract.checked import plain, write_scores
 from challenge_welding.contract.errors import ChallengeError, OutputError
 from challenge_welding.contract.files import atomic_path, make_folder, remove_entry, writing
-from challenge_welding.scoring.extras import compute_extras, sample_traces
+from challenge_welding.scoring.analyses.extras import sample_traces
 from challenge_welding.report.html import render_report
-from challenge_welding.scoring import draws
+from challenge_welding.contract import draws
 from challenge_welding.scoring.score import details_json, score_predictions, write_output
-from challenge_welding.scoring.shortfall import where_points_went
 
 OUTPUT_FILES = ("scores.json", "details.json", "detailed_results.html")
 
@@ -40,10 +41,10 @@ def score_and_details(reference_dir, predictions_dir, output_dir, config_path=No
 
     ``verify=False`` (``score --unverified``) skips the provenance checks (said in
     the outputs). ``traces``: a parquet file for organisers with one row per
-    sample (scoring.extras.sample_traces); it must lie outside OUT, whose files
+    sample (scoring.analyses.extras.sample_traces); it must lie outside OUT, whose files
     are published. ``baseline``: a scored folder (Solution-1's OUT) for the relative
     robustness of the analyses. ``draws_path``: also write the bootstrap's per-resample values
-    there for the leaderboard's significance (scoring.draws; not inside OUT).
+    there for the leaderboard's significance (contract.draws; not inside OUT).
     Returns the scores.json and details.json contents, as written (the command prints them
     without reading back what it just wrote). Raises SubmissionFailed
     (exit 1) or ChallengeError (exit 2) before anything is written.
@@ -53,9 +54,6 @@ def score_and_details(reference_dir, predictions_dir, output_dir, config_path=No
                              "per-sample traces give labels away; write them elsewhere")
     if draws_path is not None:  # a usage error before any work
         draws.check_unpublished(draws_path, output_dir)
-    if baseline is not None:  # a usage error before any work (the analyses read it again, checked alike)
-        from challenge_welding.scoring.analyses.sources import read_baseline
-        read_baseline(baseline)
     scored = score_predictions(reference_dir, predictions_dir, config_path, verify, baseline=baseline)
     out = make_folder(output_dir, "the scoring output")
     # a previous run's files go first; a write fault then removes this run's: OUT never holds
@@ -73,21 +71,13 @@ def score_and_details(reference_dir, predictions_dir, output_dir, config_path=No
 
 def _write(scored, out: Path, traces, draws_path) -> tuple[dict, dict]:
     scores, details = scored.scores, scored.details
-    write_output(out / "scores.json", json_text(scores))
+    write_scores(out / "scores.json", scores)  # the one writer of the format (contract.checked)
     if draws_path is not None:
         draws.save(draws_path, draws.build(scored.draws, scores, scored.reference_sha256, scored.config),
                    published_dir=out)
     try:
-        details["extras"] = compute_extras(scored.frames, scored.config)
-    except Exception as exc:  # the extras never change the score: report the failure
-        details["warnings"].append(f"report extras failed: {type(exc).__name__}: {exc}")
-    try:  # the top of the page: each KPI's lost points and the criterion that cost them (issue 26)
-        details["shortfall"] = where_points_went(details["kpis"], scores, scored.config, list(details["robustness"]))
-    except Exception as exc:  # an explanation never changes the score
-        details["warnings"].append(f"the points' breakdown failed: {type(exc).__name__}: {exc}")
-    try:
         page = render_report(details, scored.config)
-    except Exception as exc:  # same for the page
+    except Exception as exc:  # the page never changes the score: a warning and a plain page
         details["warnings"].append(f"detailed results page failed: {type(exc).__name__}: {exc}")
         page = fallback_page(scores, exc)
     details = plain(details)  # as written: numpy values as Python ones, NaN as null

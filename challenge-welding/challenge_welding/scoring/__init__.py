@@ -10,21 +10,19 @@ Core (pure numpy, no I/O):
   rescale    the piecewise-linear rescaling and the final score
   criteria   all criteria of the six sets, for the point estimate or a batch of resamples
   bootstrap  the vectorised stratified bootstrap (per-cell counts)
-  extras     beyond the score: trust_opinion, retention, reliability, ROC and drift bins (disclosure-safe)
   significance  pairwise comparisons of the leaderboard's runs from their bootstrap draws
   reliability  reliability-diagram bins of the performance set, with the score's own ECE
   retention  error-retention curves and R-AUC
   trust_opinion  subjective-logic trust opinions on the probabilities
   shortfall  where the points went: each KPI's loss in score points
   disclosure  what a published output may show (aggregates of at least min_samples)
-  leaderboard_analyses  the leaderboard's analyses: a winner that holds, expert labels, robustness
-  analyses/  what a plant engineer asks after the score: reported, never scored
+  analyses/  the one room for what is reported, never scored: the analyses, the extras (trust
+             opinion, retention, reliability, ROC and drift bins), the leaderboard's analyses
 Shell:
   provenance  the checks that tie a prediction folder to its ingestion
   config     load and validate scoring.yaml into one typed, frozen object
   inputs     read and check the reference and prediction parquet files, merged into frames
-  score      score_predictions(): scores.json and details.json content (extras included)
-  draws      the bootstrap's per-resample values, saved for the leaderboard (organisers only)
+  score      score_predictions(): scores.json and details.json content (analyses and extras included)
   leaderboard_significance  read the draws of several runs and compare them
   virtual    the nine virtual reference solutions
   calibrate  alpha1/alpha2 of every KPI from full_unknown and good, written into scoring.yaml

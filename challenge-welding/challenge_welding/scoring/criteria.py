@@ -15,7 +15,7 @@ import pandas as pd
 
 from challenge_welding.contract.names import CLASSES, PERTURBATIONS, SET_NAMES, STATES
 from challenge_welding.scoring import metrics as m
-from challenge_welding.scoring.inputs import OOD_COLUMN, PROBA_COLUMNS
+from challenge_welding.contract.names import OOD_COLUMN, PROBA_COLUMNS
 from challenge_welding.scoring.kpis import raw_kpis
 from challenge_welding.contract.registry import CRITERIA_KEYS, ROBUSTNESS_KEYS, set_criteria_keys
 from challenge_welding.scoring.rescale import final_score, rescale_all

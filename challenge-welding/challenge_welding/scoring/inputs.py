@@ -18,7 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from challenge_welding.contract.names import CLASSES, OOD_SETS, PERTURBATIONS, SET_NAMES, STATES
+from challenge_welding.contract.names import (
+    CLASSES, OOD_COLUMN, OOD_SETS, PERTURBATIONS, PROBA_COLUMNS, REFERENCE_BASE_COLUMNS, REFERENCE_COLUMNS, SET_NAMES,
+    STATES,
+)
 from challenge_welding.contract.checked import FileRefused, read_json
 from challenge_welding.contract.errors import ChallengeError, SubmissionFailed
 from challenge_welding.contract.files import sha256_bytes
@@ -29,13 +32,6 @@ from challenge_welding.scoring.provenance import (
     check_file, check_interrupted, check_worker_metadata, provenance_of, read_report,
 )
 
-PROBA_COLUMNS = ("scores KO", "scores OK", "scores UNKNOWN")
-OOD_COLUMN = "scores OOD"
-REFERENCE_COLUMNS = {
-    "performance": (), "generalization": (),
-    "robustness": ("perturbation", "level"),
-    "ood_real": ("ood",), "ood_synthetic": ("ood",), "drift": ("ood", "position"),
-}
 
 
 def _sample(ids, mask):
@@ -72,7 +68,7 @@ def read_reference(reference_dir, name, data: bytes | None = None, labelling: di
     ref = _read_parquet(path if data is None else io.BytesIO(data), name, "reference", path)
     if labelling is not None and "labelling_type" in ref.columns:
         labelling[name] = dict(zip(ref["sample_id"].astype(str), ref["labelling_type"].astype(str)))
-    needed = ("sample_id", "class", "welding-seams") + REFERENCE_COLUMNS[name]
+    needed = REFERENCE_BASE_COLUMNS + REFERENCE_COLUMNS[name]
     missing = [c for c in needed if c not in ref.columns]
     if missing:
         raise ChallengeError(f"set '{name}': reference file {path} has no column '{missing[0]}'")

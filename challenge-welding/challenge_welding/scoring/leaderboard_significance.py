@@ -1,7 +1,7 @@
 """The leaderboard's significance part: read each scored folder's draws, compare, lay out for the page and CSV.
 
 For the scored folders OUT given to ``leaderboard``, the per-resample values
-live in ``<OUT>.draws.npz`` (scoring.draws). Runs are compared only when their
+live in ``<OUT>.draws.npz`` (contract.draws). Runs are compared only when their
 fingerprints are equal (same reference data, config, seed and B); the
 arithmetic is in challenge_welding.scoring.significance.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from challenge_welding.contract.errors import ChallengeError
-from challenge_welding.scoring import draws as draws_io
+from challenge_welding.contract import draws as draws_io
 from challenge_welding.scoring.significance import ALPHA, LEVEL, Comparison, compare
 
 POINT_TOL = 1e-6  # scores.json keeps 10 significant digits; the draws file keeps the same values

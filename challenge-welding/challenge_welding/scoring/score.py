@@ -2,7 +2,8 @@
 
 ``score_predictions`` gives the scores and the details (no file written);
 ``challenge_welding.flows.score.score`` (the CLI's ``score``, ``evaluate`` and the
-Codabench scoring program) writes them with the extras and the page. The
+Codabench scoring program) writes them with the page; what is reported beyond the score
+(``analyses/``: the analyses and the extras) is computed here, once, from the frames read. The
 numbers come from the functional core (``criteria.compute``); this module only
 does I/O and assembles ``details.json``. It never imports ``report``.
 """
@@ -24,7 +25,8 @@ from challenge_welding.contract.names import CLASSES, CRITERIA_KEYS, KPI_KEYS, S
 from challenge_welding.contract.checked import json_text, plain
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import write_atomic
-from challenge_welding.scoring.analyses.run import run_analyses
+from challenge_welding.scoring.analyses.run import reported
+from challenge_welding.scoring.analyses.sources import read_baseline
 from challenge_welding.scoring.bootstrap import bootstrap
 from challenge_welding.scoring.config import DEFAULT_CONFIG_PATH, ScoringConfig, load_config
 from challenge_welding.scoring.criteria import UndefinedCases, compute, prepare
@@ -102,9 +104,9 @@ def _set_details(prep, result, hashes):
 
 def score_frames(frames, config, hashes=None, config_file=DEFAULT_CONFIG_PATH, warnings=(), with_bootstrap=True,
                  draws=None):
-    """(scores, details) from validated frames; details without extras.
+    """(scores, details) from validated frames; details without analyses nor extras (scoring.analyses.run).
 
-    ``draws``: a dict that receives the bootstrap's per-resample values (scoring.draws), if given.
+    ``draws``: a dict that receives the bootstrap's per-resample values (contract.draws), if given.
     """
     warnings = list(warnings)
     prep = prepare(frames, config)
@@ -195,8 +197,8 @@ class Scored:
     """The result of scoring a prediction folder: what is written, and what the report reads."""
 
     scores: dict   # scores.json content
-    details: dict  # details.json content (extras still empty)
-    frames: dict   # the merged frames (for the extras)
+    details: dict  # details.json content (analyses and extras in; the page's shortfall not yet)
+    frames: dict   # the merged frames (for the traces)
     config: ScoringConfig  # the validated config
     draws: dict    # the bootstrap's per-resample values {"score": (B,), kpi: (B,)} (organisers only)
     reference_sha256: dict  # {set: sha256 of the reference file}, the draws' fingerprint
@@ -210,6 +212,8 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
     Raises SubmissionFailed when the predictions are missing, unverified or
     invalid, ChallengeError when the reference data or the config is bad.
     """
+    # a usage error before any work; read once (the analyses get what was read)
+    baseline = read_baseline(baseline) if baseline is not None else None
     warnings: list = []
     config_file = resolve_config(reference_dir, config_path, warnings)
     config = load_config(config_file)
@@ -220,21 +224,7 @@ def score_predictions(reference_dir, predictions_dir, config_path=None, verify=T
                                    draws=values)
     details["provenance"] = inputs.provenance
     details["sandbox"] = sandbox
-    # issue 20: reported beyond the score, never part of it (scoring.analyses)
-    details["analyses"] = run_analyses(reference_dir, predictions_dir, inputs.frames, config, details, baseline,
-                                       labelling=inputs.labelling)
+    # reported beyond the score, never part of it, from the frames read above (scoring.analyses)
+    reported(reference_dir, predictions_dir, inputs.frames, config, details, baseline, labelling=inputs.labelling)
     return Scored(scores, details, inputs.frames, config, values,
                   {n: h["reference"] for n, h in inputs.hashes.items()})
-
-
-def write_scores(reference_dir, predictions_dir, output_dir, config_path=None, verify=True) -> dict:
-    """The scoring step alone: OUT/scores.json and OUT/details.json (no extras, no page); returns the scores.
-
-    ``challenge_welding.flows.score.score`` is the whole output (extras and the page too).
-    """
-    scored = score_predictions(reference_dir, predictions_dir, config_path, verify)
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_output(out / "scores.json", json_text(scored.scores))
-    write_output(out / "details.json", details_json(scored.details))
-    return scored.scores

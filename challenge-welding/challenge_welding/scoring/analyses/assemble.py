@@ -10,10 +10,9 @@ summary over fewer samples is not reported. No map or mask is published.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from challenge_welding.contract.checked import plain
 from challenge_welding.contract.names import OOD_SETS, PERTURBATIONS
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.criteria import cost_matrix
@@ -22,21 +21,6 @@ from challenge_welding.contract.explanation_maps import MAP_SCALE
 from . import annotators, breaking_points, cost_coverage, drift_delay, localisation, ood_detail
 
 SIGNED = ("rotation", "luminance")
-
-
-def clean(obj):
-    """Plain JSON values: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
-        return [clean(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
 
 
 def _codes(frame):
@@ -180,4 +164,4 @@ def compute_analyses(frames, config, maps=None, masks=None, labelling=None, base
                                       **breaking_points.relative_robustness(robustness, baseline["robustness"])}
     out["parameters"] = {**config.analyses.as_dict(), "min_samples": config.disclosure.min_samples,
                          "map_scale": MAP_SCALE}
-    return clean(out)
+    return plain(out)  # the one JSON cleaner (contract.checked): numpy to Python, NaN/inf to None

@@ -24,11 +24,11 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.scoring.analyses.breaking_points import relative_robustness
 from challenge_welding.scoring.analyses.weight_sensitivity import draw_perturbations, winner_stability
 from challenge_welding.scoring.config import load_config
-from challenge_welding.scoring.draws import RAW_KEYS
+from challenge_welding.contract.draws import RAW_KEYS
 
 
 def weight_stability(draws: dict) -> dict:
-    """{name: (p_first, rank_lo, rank_hi)} and a note, from {name: scoring.draws.Draws}."""
+    """{name: (p_first, rank_lo, rank_hi)} and a note, from {name: contract.draws.Draws}."""
     names = list(draws)
     first = draws[names[0]].header
     default = load_config().as_dict()  # plain data, like the draws' header
@@ -75,31 +75,42 @@ def _details(folder: Path) -> dict:
             "robustness": None if robustness is None else curves(robustness, path)}
 
 
-def expert_ranks(folders, names) -> dict:
-    """{name: rank by the expert-only score (1 = best), None when not available}."""
+def read_details(folders, names) -> dict:
+    """{name: the checked parts of its folder's details.json} (each file read once, for every column)."""
+    return {n: _details(f) for n, f in zip(names, folders)}
+
+
+def expert_ranks(folders, names, details=None) -> dict:
+    """{name: rank by the expert-only score (1 = best), None when not available}.
+
+    ``details``: read_details(folders, names) when the caller has read them already.
+    """
+    details = read_details(folders, names) if details is None else details
     scores = {}
-    for n, f in zip(names, folders):
-        a = (_details(f).get("analyses") or {}).get("annotators") or {}
+    for n in names:
+        a = (details[n].get("analyses") or {}).get("annotators") or {}
         scores[n] = a.get("score") if a.get("available") else None
     ranked = sorted((s for s in scores.values() if s is not None), reverse=True)
     return {n: (None if s is None else 1 + ranked.index(s)) for n, s in scores.items()}
 
 
-def relative_to(folders, names, baseline: str | None) -> dict:
-    """{name: mCE-style ratio to the baseline row} (None for rows without curves)."""
+def relative_to(folders, names, baseline: str | None, details=None) -> dict:
+    """{name: mCE-style ratio to the baseline row} (None for rows without curves); ``details`` as expert_ranks'."""
     if baseline is None:
         return {}
     if baseline not in names:
         raise ChallengeError(f"--baseline {baseline!r} is not one of the ranked folders ({', '.join(names)})")
-    curves = {n: _details(f).get("robustness") or {} for n, f in zip(names, folders)}
+    details = read_details(folders, names) if details is None else details
+    curves = {n: details[n].get("robustness") or {} for n in names}
     return {n: relative_robustness(curves[n], curves[baseline])["mce"] for n in names}
 
 
 def columns(frame, folders, names, draws=None, baseline=None):
     """Add p_first, wrank_lo, wrank_hi, expert_rank and (with a baseline) mce columns; return (frame, page data)."""
     stability = weight_stability(draws) if draws else None
-    experts = expert_ranks(folders, names)
-    mce = relative_to(folders, names, baseline)
+    details = read_details(folders, names)  # each details.json read once, for both columns
+    experts = expert_ranks(folders, names, details)
+    mce = relative_to(folders, names, baseline, details)
     solution = list(frame["solution"])
     if stability:
         rows = stability["rows"]

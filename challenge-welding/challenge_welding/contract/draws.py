@@ -1,4 +1,10 @@
-"""Per-resample values of one scored submission: the organisers' file for paired comparisons.
+"""The draws file (``<OUT>.draws.npz``): its format, its one writer and its one reader.
+
+Per-resample values of one scored submission: the organisers' file for paired comparisons.
+It lives in contract because two layers meet in it (the scoring writes it, the leaderboard's
+significance and analyses read it) and because what we read back is checked here, with the
+limits named once in contract.checked (the archive's declared sizes before anything is
+inflated, the header's nesting before it is parsed).
 
 The bootstrap (scoring.bootstrap) draws its resamples from the reference data
 and the seed only, so two submissions scored on the same reference data with
@@ -32,7 +38,7 @@ from challenge_welding.contract.names import KPI_KEYS, SET_NAMES
 from challenge_welding.contract.checked import MAX_JSON_DEPTH, FileRefused, nesting, npz_members
 from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.contract.files import atomic_path, make_folder
-from challenge_welding.scoring.config import ScoringConfig
+from challenge_welding.contract.schema import Section
 
 DRAW_KEYS = ("score",) + KPI_KEYS
 RAW_KEYS = tuple(f"raw_{k}" for k in KPI_KEYS)  # optional (older files lack them): the weight sensitivity's input
@@ -45,7 +51,12 @@ def draws_path(output_dir) -> Path:
     return out.with_name(out.name + SUFFIX)
 
 
-def fingerprint(reference_sha256: dict, config: ScoringConfig) -> str:
+def _plain(config: Section | dict) -> dict:
+    """The scoring config as plain data (scoring.config.ScoringConfig is a contract.schema.Section)."""
+    return config.as_dict() if isinstance(config, Section) else config
+
+
+def fingerprint(reference_sha256: dict, config: Section | dict) -> str:
     """sha256 over the reference files' hashes, the config (seed and B included) and the draw keys.
 
     Two runs are comparable resample by resample exactly when their
@@ -55,7 +66,7 @@ def fingerprint(reference_sha256: dict, config: ScoringConfig) -> str:
     missing = [s for s in SET_NAMES if not reference_sha256.get(s)]
     if missing:
         raise ChallengeError(f"no hash of the reference file(s) {', '.join(missing)}: cannot fingerprint the draws")
-    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": config.as_dict(),
+    payload = {"reference": {s: reference_sha256[s] for s in SET_NAMES}, "config": _plain(config),
                "keys": list(DRAW_KEYS)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -71,17 +82,18 @@ class Draws:
     path: Path | None = None
 
 
-def build(values: dict, scores: dict, reference_sha256: dict, config: ScoringConfig) -> Draws:
-    """Draws from the bootstrap's ``values`` and the scores.json content."""
-    boot = config.extras.bootstrap
+def build(values: dict, scores: dict, reference_sha256: dict, config: Section | dict) -> Draws:
+    """Draws from the bootstrap's ``values`` and the scores.json content; ``config``: the scoring
+    config (typed, or its plain dict: contract imports nothing of scoring)."""
+    plain = _plain(config)
+    boot = plain["extras"]["bootstrap"]
     if not values:
         raise ChallengeError("no per-resample values: the bootstrap is off (extras.bootstrap.n = 0)")
-    header = {"fingerprint": fingerprint(reference_sha256, config), "n": int(boot.n),
-              "seed": int(boot.seed), "level": float(boot.level),
+    header = {"fingerprint": fingerprint(reference_sha256, plain), "n": int(boot["n"]),
+              "seed": int(boot["seed"]), "level": float(boot["level"]),
               "reference_sha256": {s: reference_sha256[s] for s in SET_NAMES},
-              "config_sha256": hashlib.sha256(json.dumps(config.as_dict(), sort_keys=True, default=str).encode()).hexdigest(),
+              "config_sha256": hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest(),
               "version": __version__}
-    plain = config.as_dict()
     header["rescaling"] = plain["rescaling"]          # the weight sensitivity jitters these breakpoints
     header["final_weights"] = plain["final_weights"]  # and draws weights around these
     header["analyses"] = plain["analyses"]            # with this concentration and jitter
