@@ -65,21 +65,22 @@ def prepare(frames, config) -> dict:
                           dtype=float)
         out[name] = SetArrays(
             n=len(f),
-            y=_codes(f["class"], CLASSES),
-            pred=_codes(f["predicted_state"], STATES),
+            y=label_index(f["class"], CLASSES),
+            pred=label_index(f["predicted_state"], STATES),
             proba=f[list(PROBA_COLUMNS)].to_numpy(dtype=float),
             ood_score=f[OOD_COLUMN].to_numpy(dtype=float),
             seams=seams, seam_names=list(seam_names), seam_w=seam_w,
             time=f["compute_time"].to_numpy(dtype=float),
             ood=f["ood"].to_numpy().astype(bool) if "ood" in f.columns else None,
-            perturbation=_codes(f["perturbation"], PERTURBATION_CODES) if "perturbation" in f.columns else None,
+            perturbation=label_index(f["perturbation"], PERTURBATION_CODES) if "perturbation" in f.columns else None,
             level=f["level"].to_numpy(dtype=float) if "level" in f.columns else None,
         )
     return out
 
 
-def _codes(values, names):
-    """Integer codes of validated labels (index in ``names``, -1 outside)."""
+def label_index(values, names):
+    """Integer codes of validated labels (index in ``names``: CLASSES or STATES, -1 outside);
+    the one coding of labels in the scoring and in what it reports."""
     index = pd.Index(list(names))
     if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):  # recode categories, not rows
         lookup = np.append(index.get_indexer(values.cat.categories), -1)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from challenge_welding.contract.checked import plain
-from challenge_welding.contract.names import OOD_SETS, PERTURBATIONS
+from challenge_welding.contract.names import CLASSES, OOD_SETS, PERTURBATIONS, STATES
 from challenge_welding.scoring import metrics as m
-from challenge_welding.scoring.criteria import cost_matrix
+from challenge_welding.scoring.criteria import cost_matrix, label_index
 from challenge_welding.scoring.disclosure import hide_small, sequence_bins
 from challenge_welding.contract.explanation_maps import MAP_SCALE
 from . import annotators, breaking_points, cost_coverage, drift_delay, localisation, ood_detail
@@ -24,9 +24,9 @@ SIGNED = ("rotation", "luminance")
 
 
 def _codes(frame):
-    y = (frame["class"].astype(str).to_numpy() == "OK").astype(np.int64)
-    pred = np.select([frame["predicted_state"].astype(str).to_numpy() == s for s in ("KO", "OK")], [0, 1], 2)
-    return y, pred
+    """(class: KO 0, OK 1; predicted state: KO 0, OK 1, UNKNOWN 2), criteria's coding."""
+    return (label_index(frame["class"], CLASSES).astype(np.int64),
+            label_index(frame["predicted_state"], STATES).astype(np.int64))
 
 
 def _seam_weights(frame, config):

@@ -20,7 +20,7 @@ from challenge_welding.contract.checked import plain
 from challenge_welding.contract.names import CLASSES, OOD_SETS, SET_NAMES
 from challenge_welding.scoring import metrics as m
 from challenge_welding.scoring.config import load_config
-from challenge_welding.scoring.criteria import UndefinedCases
+from challenge_welding.scoring.criteria import UndefinedCases, label_index
 from challenge_welding.scoring.disclosure import curve_steps, roc_points, sequence_bins
 from challenge_welding.scoring.reliability import reliability_bins
 from challenge_welding.scoring.retention import excess_cost_errors, misclassification_errors, retention_aucs, uncertainty_from_probs
@@ -139,7 +139,7 @@ def reliability(frame, config) -> dict:
     """Reliability bins of the true-KO and true-OK samples of the performance set ({} when absent)."""
     if frame is None or len(frame) == 0:
         return {}
-    y = _class_codes(frame)
+    y = label_index(frame["class"], CLASSES)
     proba = frame[["scores KO", "scores OK", "scores UNKNOWN"]].to_numpy(float)
     bins, min_samples = config.kpis.uncertainty.ece_bins, config.disclosure.min_samples
     return {f"true {c}": reliability_bins(y[y == code], proba[y == code], bins, min_samples)
@@ -194,7 +194,5 @@ def sample_traces(frames, config):
     return pd.concat(parts, ignore_index=True)
 
 
-def _class_codes(frame) -> np.ndarray:
-    return np.where(frame["class"].to_numpy().astype(str) == "KO", 0, 1)
 
 
