@@ -8,7 +8,7 @@ attack and prints one line per attack; each configuration's results go to
 ``$CW_CONFINE_RESULTS`` (default: tests/ingestion/confine/confinement_results/) as JSON, from which
 ``scripts/integrity_table.py`` writes the table in docs/integrity.md.
 
-Proved live against main first (``CW_CONFINE_CODE=/work/main/challenge-welding`` runs main's
+Proved live against main first (``CW_CONFINE_CODE=../main/challenge-welding`` runs main's
 code and only records; Linux 6.18, root, Landlock ABI 7), then on this branch:
 
 =====================  ====================================  ================================
