@@ -62,8 +62,12 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from challenge_welding.ingestion.run.decode import default_workers, read_rgb
-from challenge_welding.ingestion.run.ingest import ingest
+try:  # the rooms' layout; the flat one when a before tree (--before) imports this module
+    from challenge_welding.ingestion.run.decode import default_workers, read_rgb
+    from challenge_welding.ingestion.run.ingest import ingest
+except ImportError:
+    from challenge_welding.ingestion.decode import default_workers, read_rgb
+    from challenge_welding.ingestion.run import ingest
 
 PREDICT_S = 0.015
 

@@ -9,7 +9,8 @@ The load is the same in both: the other run keeps one core busy, pinned to CPU 0
 as the honest run lives; the attacker also tries, ten times a second, to pin every process
 and thread of the honest run to CPU 0, nice 19 and SCHED_IDLE (``sched_setaffinity``,
 ``setpriority``, ``sched_setscheduler``) and logs what each call got (ok, EPERM, ESRCH). The
-honest component costs a few ms of pure-Python CPU per image, so a slowed process shows.
+honest component costs a few ms of pure-Python CPU per image, so a slowed process shows
+(``--loops 450000``: ~15 ms, Solution-1's weight, whose p95 one late image moves less).
 Both are real submissions installed and run by the real ``ingest`` (tests/ingestion/confine/
 test_guard.py builds them; its CI test is the short, loose version of this), where no
 namespace is lent (what a Codabench worker lends: the attacker then sees the honest run's
@@ -20,7 +21,7 @@ ratio b/a; then the median ratio over rounds and its spread, and the attacker's 
 counted by result. The issue's bound: p95 ratio within 1.10. Exit status 1 if any call of the
 attacker succeeded (the attack works on that tree).
 
-    .venv/bin/python benchmarks/two_runs.py [--rounds 3] [--abi 5] [--tree DIR]
+    .venv/bin/python benchmarks/two_runs.py [--rounds 3] [--abi 5] [--tree DIR] [--loops N]
 
 ``--tree DIR``: the ``ingest`` of another checkout (its own ``make setup``), e.g. the code
 before the confinement, to see the attack work there.
@@ -90,11 +91,15 @@ def main() -> int:
                          "below 6, Landlock does not scope signals, so only a separate user, "
                          "namespaces or seccomp keep the attacker's SIGSTOP off the honest run)")
     ap.add_argument("--tree", default=str(ROOT), help="the checkout whose ingest runs")
+    ap.add_argument("--loops", type=int, default=60000,
+                    help="the honest component's pure-Python loop per image (60000: ~2 ms, the "
+                         "CI test's; 450000: ~15 ms, Solution-1's features per image)")
     args = ap.parse_args()
     tree = Path(args.tree).resolve()
     root = Path(tempfile.mkdtemp(prefix="cw-bench-two-runs-"))
     data = _perf_input(root / "data")
-    honest = make_submission(root / "honest", WORKER)
+    honest = make_submission(root / "honest",
+                             WORKER.replace("range(60000 *", f"range({args.loops} *"))
     env_cache = root / "envs"
     env_cache.mkdir()
     # the environment installed once, alone: the pairs never race on the cache
@@ -102,6 +107,7 @@ def main() -> int:
     if warm.wait(1800) != 0:
         raise RuntimeError(warm.stderr.read()[-2000:])
     print(f"tree {tree} (commit {_commit(tree)}); Landlock ABI cap {args.abi}; no namespace; "
+          f"honest loop {args.loops} per image; "
           f"load at start {os.getloadavg()[0]:.1f}", flush=True)
     rows, walls, calls = [], [], {}
     for r in range(args.rounds):
