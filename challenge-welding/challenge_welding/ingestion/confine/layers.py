@@ -32,10 +32,12 @@ and seccomp, in this order:
    mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows);
 6. **a user of its own** (:func:`sandbox_user`; every install step of participant code and
    the child, where root may change user): between emptying the bounding set and
-   ``capset``, no group and uid/gid 64290, so that the kernel's same-user checks (signals,
-   SIGIO, scheduling, ptrace, /proc, root's socket files) refuse by themselves. Without a
-   mount namespace only where the kernel's permission checks give it what it must read and
-   nothing of ours (:func:`user_confines`, an ACL entry denying it the run's data folders).
+   ``capset``, no group, gid 64290 and a uid leased for the run from 64290..65289
+   (:func:`lease_uid`: two runs at once are two users), so that the kernel's same-user
+   checks (signals, SIGIO, scheduling, ptrace, /proc, root's socket files, another run's)
+   refuse by themselves. Without a mount namespace only where the kernel's permission checks
+   give it what it must read and nothing of ours (:func:`user_confines`, an ACL entry denying
+   the group 64290 the run's data folders, which no run's end takes from another).
 
 Why direct syscalls rather than bubblewrap: the layers must come before our Landlock ruleset
 and seccomp filter and after the process group is made, in the one preexec the ingestion and
