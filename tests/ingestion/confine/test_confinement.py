@@ -328,8 +328,9 @@ def world():
 
 
 def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | None,
-               lethal: bool = False, unsafe: bool = False) -> dict:
-    """One real `ingest` of the attacking submission; {"exit", "attacks", "got", "report"}."""
+               lethal: bool = False, unsafe: bool = False, keep: bool = True) -> dict:
+    """One real `ingest` of the attacking submission; {"exit", "attacks", "got", "report"}
+    (``keep``: its results written for the table)."""
     case = world / tag
     shutil.rmtree(case, ignore_errors=True)
     case.mkdir(mode=0o777)
@@ -394,7 +395,8 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
               "left_by_sandbox_user": left_behind(world),
               "acl_left": [str(p) for p in (world / "input_data", world / "reference_data", out)
                            if "system.posix_acl_access" in os.listxattr(p)]}
-    record(tag, abi, namespaces, user, result)
+    if keep:
+        record(tag, abi, namespaces, user, result)
     return result
 
 
@@ -587,3 +589,36 @@ def test_refuses_to_run_unconfined_without_the_unsafe_option(world):
     assert r["report"]["sandbox"]["layers"]["files_confined"] is False
     # the capabilities are still gone; the files are not confined (that is what it says)
     assert r["attacks"]["caps"]["CapEff"] == ZERO and r["attacks"]["reboot"] == "refused EPERM"
+
+
+def test_two_ingests_at_once_are_two_users(world):
+    """Two real `ingest` runs at once on the same input and reference data, as root at forced
+    ABI 0 without namespaces (``docker run`` of the image as root: CAP_SETUID, no mount
+    namespace), the system's Python: each a uid of its own, leased from the range (before,
+    73c7db0: both 64290), the gid 64290 they share; each refused the reference data and the
+    output folder for its whole run (the deny entry one run's end would wipe: test_runs_apart),
+    and no ACL left once both are done."""
+    if BASELINE or os.geteuid() != 0 or not os.path.exists(USER_PYTHON):
+        pytest.skip("this branch's lease; root configuration, the system's Python")
+    if layers.sandbox_user(True)[0] is None:
+        pytest.skip("root may not change user here")
+    out = {}
+    runs = [threading.Thread(target=lambda t=t: out.setdefault(t, run_ingest(
+        world, f"root-abi0-nons-{t}-sys", "0", False, None, keep=False))) for t in "ab"]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join()
+    a, b = out["a"], out["b"]
+    for r in (a, b):
+        assert r["exit"] == 0 and r["report"]["status"] == "ok", r["stderr"]
+        assert r["report"]["sandbox"]["layers"]["files_confined"]
+        for seen in (r["attacks"], r["attacks"]["install"]):
+            assert seen["read_reference"] == "refused EACCES"
+            assert seen["write_output"] == "refused EACCES"
+        assert r["attacks"]["ids"] == r["attacks"]["install"]["ids"]
+    ua, ub = a["attacks"]["ids"][0], b["attacks"]["ids"][0]
+    assert ua != ub and {ua, ub} <= set(layers.SANDBOX_UIDS), (ua, ub)
+    assert a["attacks"]["ids"][1:] == b["attacks"]["ids"][1:] == [layers.SANDBOX_GID, []]
+    for folder in (world / "input_data", world / "reference_data"):
+        assert layers.ACL_XATTR not in os.listxattr(folder)
