@@ -233,7 +233,7 @@ def test_a_process_left_under_a_leased_uid_dies_at_the_next_lease(world):
                 f"p = subprocess.Popen(['setpriv', '--reuid={uid}', '--regid={uid}', "
                 "'--clear-groups', 'sleep', '300'])\n"
                 "while not layers.processes_of(" + str(uid) + "): time.sleep(0.01)\n"
-                "layers.unlease_uid()\n"
+                f"layers.unlease_uid({uid})\n"
                 "print(p.wait(), flush=True)\n")
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                               text=True, timeout=60)
@@ -309,3 +309,53 @@ def test_deny_and_release_keep_the_other_entries(world):
     with pytest.raises(OSError) as err:
         os.fstat(fd)  # closed by release: its lock is gone with it
     assert err.value.errno == errno.EBADF
+
+
+def test_leases_live_only_in_a_folder_of_roots_alone(tmp_path):
+    """A lease folder someone else could have made or can write could hand one uid to two
+    runs: refused when not root's, writable by others, a link, or under a folder another user
+    may write (the sticky /tmp excepted: no one renames a folder of root's there)."""
+    good = tmp_path / "uids"
+    good.mkdir(mode=0o700)
+    assert layers.root_only(str(good))
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 1234, 1234)
+    assert not layers.root_only(str(theirs))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    assert not layers.root_only(str(shared))
+    (tmp_path / "link").symlink_to(good)
+    assert not layers.root_only(str(tmp_path / "link"))
+    below = shared / "uids"
+    below.mkdir(mode=0o700)
+    assert not layers.root_only(str(below))  # its parent is anyone's to rename it in
+    assert layers.root_only("/tmp") is False  # 1777 itself: writable by others
+
+
+def test_one_lease_per_process_reused(world):
+    """Runs of one process (tests run many ingests in one) share its lease: the same uid for
+    two Sandboxes made one after the other, and for two alive at once; the lock file stays held
+    (another process cannot lease that uid) until the process ends."""
+    code = ("from challenge_welding.ingestion.confine import layers\n"
+            "a = layers.lease_uid()[0]\n"
+            "b = layers.lease_uid()[0]\n"
+            "layers.unlease_uid(a)\n"
+            "layers.unlease_uid(b)\n"
+            "c = layers.lease_uid()[0]\n"
+            "import fcntl, os\n"
+            "fd = os.open(f'/run/challenge-welding/uids/{a}.lock', os.O_RDWR)\n"
+            "try:\n"
+            "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+            "    held = False\n"
+            "except BlockingIOError:\n"
+            "    held = True\n"
+            "print(a == b == c, a in layers.SANDBOX_UIDS, held)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHALLENGE_WELDING_")}
+    env["PYTHONPATH"] = str(CODE)
+    if layers.lease_folder() != "/run/challenge-welding/uids":
+        pytest.skip("the leases are not in /run here")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr

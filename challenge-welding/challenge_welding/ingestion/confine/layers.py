@@ -378,7 +378,9 @@ SANDBOX_GID = DEFAULT_SANDBOX_UID
 # the container's) own, emptied at boot. The temporary folder where /run cannot be used.
 LEASE_DIRS = ("/run/challenge-welding/uids", "{tmp}/challenge-welding-uids")
 CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
-_LEASE: dict = {}  # this process's: {"uid", "fd", "users": Sandboxes using it now}
+# this process's leases, by what was asked (None: the range; N: CHALLENGE_WELDING_SANDBOX_UID):
+# {"uid", "fd", "how", "users": the Sandboxes using it now}
+_LEASES: dict = {}
 
 
 def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] | None, str]:
@@ -430,11 +432,12 @@ def lease_uid(forced: int | None = None) -> tuple[int | None, str]:
     (a killed run's: real, effective or saved uid) is killed first (:func:`kill_user`).
     ``forced`` (``CHALLENGE_WELDING_SANDBOX_UID=N``): that uid, leased if free, shared with
     whoever holds it if not (the organiser asked for one uid): nothing is killed then."""
-    if _LEASE:
-        if _LEASE["users"] == 0 and _LEASE["fd"] is not None:
-            kill_user(_LEASE["uid"])  # an earlier run's leftovers (belt and braces: the reaper)
-        _LEASE["users"] += 1
-        return _LEASE["uid"], _LEASE["how"]
+    held = _LEASES.get(forced)
+    if held:
+        if held["users"] == 0 and held["fd"] is not None:
+            kill_user(held["uid"])  # an earlier run's leftovers (belt and braces: the reaper)
+        held["users"] += 1
+        return held["uid"], held["how"]
     folder = lease_folder()
     if folder is None and forced is None:
         return None, "no root-only folder for the uid leases (/run/challenge-welding/uids)"
@@ -448,19 +451,20 @@ def lease_uid(forced: int | None = None) -> tuple[int | None, str]:
             kill_user(uid)
         how = f"leased from {SANDBOX_UIDS.start}..{SANDBOX_UIDS.stop - 1}" if forced is None \
             else f"{SANDBOX_UID_ENV}={forced}" + ("" if fd is not None else ", shared")
-        _LEASE.update(uid=uid, fd=fd, how=how, users=1)
+        _LEASES[forced] = {"uid": uid, "fd": fd, "how": how, "users": 1}
         return uid, how
     return None, f"every uid of {SANDBOX_UIDS.start}..{SANDBOX_UIDS.stop - 1} is leased"
 
 
-def unlease_uid() -> None:
-    """A run of this process is over: when none is left, every process still under its uid is
-    killed (the lock stays held, for the process's next run)."""
-    if not _LEASE or _LEASE["users"] == 0:
-        return
-    _LEASE["users"] -= 1
-    if _LEASE["users"] == 0 and _LEASE["fd"] is not None:
-        kill_user(_LEASE["uid"])
+def unlease_uid(uid: int) -> None:
+    """A run of this process using ``uid`` is over: when none is left, every process still
+    under it is killed (the lock stays held, for the process's next run)."""
+    for held in _LEASES.values():
+        if held["uid"] == uid and held["users"] > 0:
+            held["users"] -= 1
+            if held["users"] == 0 and held["fd"] is not None:
+                kill_user(uid)
+            return
 
 
 def _lock(folder: str, uid: int) -> int | None:

@@ -61,6 +61,7 @@ import site
 import stat
 import struct
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -604,7 +605,7 @@ class Sandbox:
     modes: dict = field(default_factory=dict)   # {path: (mode, uid, gid)} of ``sealed`` at start
     modes_restored: list = field(default_factory=list)  # paths whose modes a step changed
     _chosen: bool = False
-    _leased: bool = False
+    _unlease: "weakref.finalize | None" = field(default=None, repr=False, compare=False)
 
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
@@ -652,15 +653,17 @@ class Sandbox:
         self._chosen = True
         mount = bool(self.namespaces.get("mount"))
         self.user, self.user_line = layers.sandbox_user(mount, bool(self.namespaces.get("userns")))
-        self._leased = self.user is not None  # a uid of its own for the run (layers.lease_uid)
+        if self.user is not None:  # a uid of its own for the run (layers.lease_uid), given
+            # back by release() at the end of the run, or when this object goes (a Sandbox
+            # that no run releases: an install outside a run)
+            self._unlease = weakref.finalize(self, layers.unlease_uid, self.user[0])
         if self.user is None or mount:
             return
         ours = [h for h in self.holes if h not in self.sealed]
         ok, why, self.denied = (layers.user_confines(self.user, self.reach, self.sealed, ours)
                                 if self.reach else (False, "no mount namespace", []))
         if not ok:
-            layers.unlease_uid()
-            self._leased = False
+            self._unlease()
             self.user, self.user_line = None, f"same user as the evaluator (uid 0, no " \
                                               f"capability: {why})"
             return
@@ -688,9 +691,8 @@ class Sandbox:
         every process still under it killed (:func:`layers.unlease_uid`)."""
         layers.release(self.denied, self.user[1] if self.user else layers.SANDBOX_GID)
         self.denied = []
-        if self._leased:
-            self._leased = False
-            layers.unlease_uid()
+        if self._unlease is not None:
+            self._unlease()  # once only (a finalizer runs at most once)
 
     @classmethod
     def default(cls) -> "Sandbox":
