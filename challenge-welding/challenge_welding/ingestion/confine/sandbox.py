@@ -735,7 +735,8 @@ class Sandbox:
         conf.hand_over(scratch, read)  # removed with the run's work folder, by us
         if self.user is not None:  # its uid's alone (another run's uid shares its gid)
             for folder in scratch:
-                os.chmod(folder, 0o700)
+                if os.path.isdir(folder) and not os.path.islink(folder):
+                    os.chmod(folder, 0o700)
         if conf.prepared is not None:
             conf.prepared.fsize = bound
             # the evaluator's user, no mount namespace: it owns our folders (seccomp_program)
