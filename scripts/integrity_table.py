@@ -51,6 +51,8 @@ def cell(name: str, data: dict, install: bool = False) -> str:
         value = (data["attacks"].get("install") or {}).get(name)
         data = {**data, "received": {}}  # counts at the listeners are install and run's
     if name == "ids" and isinstance(value, list):
+        if data["code"] == "branch" and 64290 <= value[0] <= 65289:  # leased for the run
+            return f"leased uid / {value[1]}" + (f" +{len(value[2])} groups" if value[2] else "")
         return f"{value[0]} / {value[1]}" + (f" +{len(value[2])} groups" if value[2] else "")
     if name == "caps" and isinstance(value, dict):
         return f"{value['CapEff'].lstrip('0') or '0'} / {value['CapBnd'].lstrip('0') or '0'}"

@@ -42,10 +42,10 @@ setup.py ran as uid 0 everywhere; without namespaces (the system's Python, ``-sy
 child was uid 0 too, and a root-owned 0600 socket in /tmp was connected at ABI 0, 3 and 7, at
 install and at run; at ABI 0 (``--unsafe-unconfined``) setup.py and the component read
 reference_data, wrote the output folder, uv's cache and the environments' cache. Now setup.py
-and the child are uid 64290 wherever root may change user and the interpreter is within that
-uid's reach (with a mount namespace always): root's socket EACCES, both caches refused at
+and the child are a uid of their own (leased for the run from 64290..65289; gid 64290) wherever
+root may change user and the interpreter is within that uid's reach (with a mount namespace always): root's socket EACCES, both caches refused at
 every ABI, and at ABI 0 without namespaces the files confined by the kernel's permission
-checks (an ACL entry denies the uid input, reference and output for the run).
+checks (an ACL entry denies the sandbox's group 64290 input, reference and output).
 
 (Exact results, per configuration: the JSON files and docs/integrity.md's generated table.)
 Where no namespace is lent (``CHALLENGE_WELDING_NAMESPACES=0``) the capabilities stay 0,
@@ -328,8 +328,9 @@ def world():
 
 
 def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | None,
-               lethal: bool = False, unsafe: bool = False) -> dict:
-    """One real `ingest` of the attacking submission; {"exit", "attacks", "got", "report"}."""
+               lethal: bool = False, unsafe: bool = False, keep: bool = True) -> dict:
+    """One real `ingest` of the attacking submission; {"exit", "attacks", "got", "report"}
+    (``keep``: its results written for the table)."""
     case = world / tag
     shutil.rmtree(case, ignore_errors=True)
     case.mkdir(mode=0o777)
@@ -394,7 +395,8 @@ def run_ingest(world: Path, tag: str, abi: str | None, namespaces, user: int | N
               "left_by_sandbox_user": left_behind(world),
               "acl_left": [str(p) for p in (world / "input_data", world / "reference_data", out)
                            if "system.posix_acl_access" in os.listxattr(p)]}
-    record(tag, abi, namespaces, user, result)
+    if keep:
+        record(tag, abi, namespaces, user, result)
     return result
 
 
@@ -420,7 +422,7 @@ def left_behind(world: Path) -> list[str]:
             for name in dirs + files:
                 path = os.path.join(dirpath, name)
                 try:
-                    if os.lstat(path).st_uid == layers.DEFAULT_SANDBOX_UID:
+                    if os.lstat(path).st_uid in layers.SANDBOX_UIDS:
                         out.append(path)
                 except OSError:
                     pass
@@ -503,9 +505,12 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
         assert inst["caps"][key] == ZERO, inst["caps"]
     for name in ("sethostname", "adjtimex", "reboot", "mknod"):
         assert inst[name] == "refused EPERM", (name, inst[name])
-    uid = layers.DEFAULT_SANDBOX_UID if own_user else (0 if user is None else user)
+    # a user of its own: the uid the run leased (the same at install and run), the shared gid
+    uid = a["ids"][0] if own_user else (0 if user is None else user)
+    gid = layers.SANDBOX_GID if own_user else uid
+    assert not own_user or uid in layers.SANDBOX_UIDS, a["ids"]
     for seen in (a, inst):  # the user of import/load_model/predict, and of setup.py
-        assert seen["ids"] == [uid, uid, []], (seen["ids"], held["user"])
+        assert seen["ids"] == [uid, gid, []], (seen["ids"], held["user"])
         assert seen["read_reference"].startswith("refused"), seen["read_reference"]
         assert seen["write_output"].startswith("refused"), seen["write_output"]
         # the caches later runs trust (uv's wheels, the environments): never written
@@ -517,9 +522,9 @@ def test_attacks_per_layer(world, tag, abi, namespaces, user):
     assert r["poisoned"] == [] and r["left_by_sandbox_user"] == []
     assert r["acl_left"] == []  # the entries made for the run are taken back
     if own_user:  # a user of its own: the kernel's same-user checks refuse by themselves
-        assert held["user"].startswith(f"uid {layers.DEFAULT_SANDBOX_UID}"), held["user"]
-        assert "install and run" in held["user"]
-        assert r["report"]["sandbox"]["install"]["user"].startswith("uid 64290")
+        assert held["user"].startswith(f"uid {uid} (leased from 64290..65289), gid 64290, "
+                                       "no groups (install and run"), held["user"]
+        assert r["report"]["sandbox"]["install"]["user"].startswith(f"uid {uid}, gid 64290")
     elif may_switch:
         assert held["user"].startswith("same user") and "out of reach of uid" in held["user"]
     if own_user and not namespaces:  # no namespace: the kernel's permission checks alone
@@ -584,3 +589,36 @@ def test_refuses_to_run_unconfined_without_the_unsafe_option(world):
     assert r["report"]["sandbox"]["layers"]["files_confined"] is False
     # the capabilities are still gone; the files are not confined (that is what it says)
     assert r["attacks"]["caps"]["CapEff"] == ZERO and r["attacks"]["reboot"] == "refused EPERM"
+
+
+def test_two_ingests_at_once_are_two_users(world):
+    """Two real `ingest` runs at once on the same input and reference data, as root at forced
+    ABI 0 without namespaces (``docker run`` of the image as root: CAP_SETUID, no mount
+    namespace), the system's Python: each a uid of its own, leased from the range (before,
+    73c7db0: both 64290), the gid 64290 they share; each refused the reference data and the
+    output folder for its whole run (the deny entry one run's end would wipe: test_runs_apart),
+    and no ACL left once both are done."""
+    if BASELINE or os.geteuid() != 0 or not os.path.exists(USER_PYTHON):
+        pytest.skip("this branch's lease; root configuration, the system's Python")
+    if layers.sandbox_user(True)[0] is None:
+        pytest.skip("root may not change user here")
+    out = {}
+    runs = [threading.Thread(target=lambda t=t: out.setdefault(t, run_ingest(
+        world, f"root-abi0-nons-{t}-sys", "0", False, None, keep=False))) for t in "ab"]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join()
+    a, b = out["a"], out["b"]
+    for r in (a, b):
+        assert r["exit"] == 0 and r["report"]["status"] == "ok", r["stderr"]
+        assert r["report"]["sandbox"]["layers"]["files_confined"]
+        for seen in (r["attacks"], r["attacks"]["install"]):
+            assert seen["read_reference"] == "refused EACCES"
+            assert seen["write_output"] == "refused EACCES"
+        assert r["attacks"]["ids"] == r["attacks"]["install"]["ids"]
+    ua, ub = a["attacks"]["ids"][0], b["attacks"]["ids"][0]
+    assert ua != ub and {ua, ub} <= set(layers.SANDBOX_UIDS), (ua, ub)
+    assert a["attacks"]["ids"][1:] == b["attacks"]["ids"][1:] == [layers.SANDBOX_GID, []]
+    for folder in (world / "input_data", world / "reference_data"):
+        assert layers.ACL_XATTR not in os.listxattr(folder)

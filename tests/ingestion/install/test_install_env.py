@@ -121,7 +121,7 @@ def test_caller_secret_and_network_reach_no_participant_code(tmp_path, input_dat
     assert report["status"] == "ok", report["errors"]
     # the kept work folder holds no file of the sandbox's user (install and run ran as it)
     assert not [p for p in Path(report["workdir"]).rglob("*")
-                if p.lstat().st_uid == layers.DEFAULT_SANDBOX_UID]
+                if p.lstat().st_uid in layers.SANDBOX_UIDS]
     # every stage ran and said what it saw: nothing
     for stage in ("setup.py", "import", "load_model", "predict"):
         assert f"SPY {stage} saw '-'" in texts, stage

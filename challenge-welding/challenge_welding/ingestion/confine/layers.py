@@ -32,10 +32,12 @@ and seccomp, in this order:
    mounts, raw sockets... all EPERM, and no exec can give any back (no_new_privs follows);
 6. **a user of its own** (:func:`sandbox_user`; every install step of participant code and
    the child, where root may change user): between emptying the bounding set and
-   ``capset``, no group and uid/gid 64290, so that the kernel's same-user checks (signals,
-   SIGIO, scheduling, ptrace, /proc, root's socket files) refuse by themselves. Without a
-   mount namespace only where the kernel's permission checks give it what it must read and
-   nothing of ours (:func:`user_confines`, an ACL entry denying it the run's data folders).
+   ``capset``, no group, gid 64290 and a uid leased for the run from 64290..65289
+   (:func:`lease_uid`: two runs at once are two users), so that the kernel's same-user
+   checks (signals, SIGIO, scheduling, ptrace, /proc, root's socket files, another run's)
+   refuse by themselves. Without a mount namespace only where the kernel's permission checks
+   give it what it must read and nothing of ours (:func:`user_confines`, an ACL entry denying
+   the group 64290 the run's data folders, which no run's end takes from another).
 
 Why direct syscalls rather than bubblewrap: the layers must come before our Landlock ruleset
 and seccomp filter and after the process group is made, in the one preexec the ingestion and
@@ -49,6 +51,7 @@ the layers above (Landlock, seccomp) hold alone; ``ingest`` says which layers ho
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -356,12 +359,28 @@ _PROBED: dict = {}
 # "0": use no namespace (what a Codabench worker lends), to test the other layers alone; a
 # comma list ("mount,ipc"): only those of the lent ones
 NAMESPACES_ENV = "CHALLENGE_WELDING_NAMESPACES"
-# The user participant code runs as, where the evaluator may change user: a high uid and gid
-# with no passwd entry and no group (no file on the machine belongs to it but its scratch);
-# "none": stay the evaluator's user.
+# The users participant code runs as, where the evaluator may change user: high uids with no
+# passwd entry (no file on the machine belongs to one but a run's scratch). Each run leases one
+# of its own (:func:`lease_uid`), as IOI's isolate gives each box its own uid: two runs on one
+# machine (an organiser re-scoring in parallel) are then two users, and every same-user check of
+# the kernel (signals, ptrace and /proc/<pid>/mem or environ, scheduling, files 0600/0700) keeps
+# them apart even without a pid namespace or Landlock. "N": that uid for every run; "none":
+# stay the evaluator's user.
 SANDBOX_UID_ENV = "CHALLENGE_WELDING_SANDBOX_UID"
 DEFAULT_SANDBOX_UID = 64290
+SANDBOX_UIDS = range(DEFAULT_SANDBOX_UID, DEFAULT_SANDBOX_UID + 1000)  # 64290..65289
+# One gid for every run, no supplementary group: the ACL entry that denies the sandbox our
+# folders names this group (:func:`deny`), so that it is the same entry whichever uid a run
+# leased. Sharing it gives one run nothing of another's: ptrace and /proc need the uids to
+# match too, signals look at uids only, and a run's folders are 0700, its uid's.
+SANDBOX_GID = DEFAULT_SANDBOX_UID
+# Where the leases live: a lock file per uid in a root-only folder; /run is the machine's (or
+# the container's) own, emptied at boot. The temporary folder where /run cannot be used.
+LEASE_DIRS = ("/run/challenge-welding/uids", "{tmp}/challenge-welding-uids")
 CAP_CHOWN, CAP_SETGID, CAP_SETUID = 0, 6, 7
+# this process's leases, by what was asked (None: the range; N: CHALLENGE_WELDING_SANDBOX_UID):
+# {"uid", "fd", "how", "users": the Sandboxes using it now}
+_LEASES: dict = {}
 
 
 def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] | None, str]:
@@ -369,18 +388,19 @@ def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] 
     why not).
 
     Only where the evaluator may change user (root holding CAP_SETUID, CAP_SETGID and
-    CAP_CHOWN: an organiser's server; not a Codabench worker, which drops them). With a mount
-    namespace the interpreter and environment under ``/root`` are reachable (bound back under
-    an empty, traversable ``/root``) while our folders are not there at all; without one,
-    :func:`user_confines` must first find that the kernel's permission checks give that user
-    what it needs and nothing of ours (the reason here is then only provisional). Not where
-    the namespaces come from a user namespace (``userns``: root without CAP_SYS_ADMIN,
-    ``podman run`` as root): it maps uid 0 alone, so no other uid exists there (setresuid:
-    EPERM, every submission failed with status 125 in the image run as root)."""
+    CAP_CHOWN: an organiser's server; not a Codabench worker, which drops them). The uid is
+    leased for the run (:func:`lease_uid`, given back by :func:`unlease_uid`); the gid is
+    :data:`SANDBOX_GID`. With a mount namespace the interpreter and environment under ``/root``
+    are reachable (bound back under an empty, traversable ``/root``) while our folders are
+    not there at all; without one, :func:`user_confines` must first find that the kernel's
+    permission checks give that user what it needs and nothing of ours (the reason here is
+    then only provisional). Not where the namespaces come from a user namespace (``userns``:
+    root without CAP_SYS_ADMIN, ``podman run`` as root): it maps uid 0 alone, so no other uid
+    exists there (setresuid: EPERM, every submission failed with status 125 in the image run
+    as root)."""
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
-    uid = int(want) if want.isdigit() and int(want) > 0 else DEFAULT_SANDBOX_UID
     if os.geteuid() != 0:
         return None, "same user as the evaluator (not root: cannot change user)"
     eff = capability_sets().get("CapEff", 0)
@@ -389,10 +409,155 @@ def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] 
     if userns:
         return None, "same user as the evaluator (uid 0, no capability: its user namespace " \
                      "maps uid 0 alone)"
+    forced = int(want) if want.isdigit() and int(want) > 0 else None
+    uid, how = lease_uid(forced)
+    if uid is None:
+        return None, f"same user as the evaluator (uid 0, no capability: {how})"
+    who = f"uid {uid} ({how}), gid {SANDBOX_GID}, no groups (install and run"
     if not mount_ns:
-        return (uid, uid), (f"uid {uid}, gid {uid}, no groups (install and run; no mount "
-                            "namespace: the kernel's permission checks keep it off our folders)")
-    return (uid, uid), f"uid {uid}, gid {uid}, no groups (install and run)"
+        return (uid, SANDBOX_GID), who + "; no mount namespace: the kernel's permission " \
+                                         "checks keep it off our folders)"
+    return (uid, SANDBOX_GID), who + ")"
+
+
+def lease_uid(forced: int | None = None) -> tuple[int | None, str]:
+    """(uid, how) leased by this process for a run, or (None, why not); one lease per process,
+    reused by its later runs (:func:`unlease_uid` counts them).
+
+    A lock file per uid of :data:`SANDBOX_UIDS` (``flock`` LOCK_EX|LOCK_NB, O_CLOEXEC) in a
+    root-only folder (:func:`lease_folder`), held for the process's life: the kernel drops it
+    when the process dies, however it dies, so a uid is never leased twice at once and never
+    lost. The search starts at a random offset, so that two containers (each its own /run,
+    blind to each other's leases) rarely pick the same uid. Every process left under the uid
+    (a killed run's: real, effective or saved uid) is killed first (:func:`kill_user`).
+    ``forced`` (``CHALLENGE_WELDING_SANDBOX_UID=N``): that uid, leased if free, shared with
+    whoever holds it if not (the organiser asked for one uid): nothing is killed then."""
+    held = _LEASES.get(forced)
+    if held:
+        if held["users"] == 0 and held["fd"] is not None:
+            kill_user(held["uid"])  # an earlier run's leftovers (belt and braces: the reaper)
+        held["users"] += 1
+        return held["uid"], held["how"]
+    folder = lease_folder()
+    if folder is None and forced is None:
+        return None, "no root-only folder for the uid leases (/run/challenge-welding/uids)"
+    uids = [forced] if forced is not None else list(SANDBOX_UIDS)
+    start = int.from_bytes(os.urandom(4), "little") % len(uids)
+    for uid in uids[start:] + uids[:start]:
+        fd = _lock(folder, uid) if folder is not None else None
+        if fd is None and forced is None:
+            continue  # another run's
+        if fd is not None:
+            kill_user(uid)
+        how = f"leased from {SANDBOX_UIDS.start}..{SANDBOX_UIDS.stop - 1}" if forced is None \
+            else f"{SANDBOX_UID_ENV}={forced}" + ("" if fd is not None else ", shared")
+        _LEASES[forced] = {"uid": uid, "fd": fd, "how": how, "users": 1}
+        return uid, how
+    return None, f"every uid of {SANDBOX_UIDS.start}..{SANDBOX_UIDS.stop - 1} is leased"
+
+
+def unlease_uid(uid: int) -> None:
+    """A run of this process using ``uid`` is over: when none is left, every process still
+    under it is killed (the lock stays held, for the process's next run)."""
+    for held in _LEASES.values():
+        if held["uid"] == uid and held["users"] > 0:
+            held["users"] -= 1
+            if held["users"] == 0 and held["fd"] is not None:
+                kill_user(uid)
+            return
+
+
+def _lock(folder: str, uid: int) -> int | None:
+    """The lock file of ``uid`` opened and locked (its descriptor), None if another holds it."""
+    try:
+        fd = os.open(os.path.join(folder, f"{uid}.lock"),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def lease_folder() -> str | None:
+    """The first of :data:`LEASE_DIRS` made or found root-only (:func:`root_only`), else None."""
+    import tempfile
+    for folder in LEASE_DIRS:
+        folder = folder.format(tmp=tempfile.gettempdir())
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        if root_only(folder):
+            return folder
+    return None
+
+
+def root_only(folder: str) -> bool:
+    """Whether no one but root can have put or can change what ``folder`` holds: the folder
+    root's, a real folder (not a link), writable by root alone; each folder above it root's
+    and writable by root alone or sticky (``/tmp``: no one removes or renames a folder of
+    root's there). A lease folder someone else made first could hand one uid to two runs."""
+    import stat
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        return False
+    parent = os.path.dirname(os.path.realpath(folder))
+    while True:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            return False
+        if st.st_uid != 0 or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return False
+        if parent == "/":
+            return True
+        parent = os.path.dirname(parent)
+
+
+def processes_of(uid: int) -> list[int]:
+    """The visible processes (not zombies) whose real, effective or saved uid is ``uid``."""
+    out = []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                st = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+            ids = [int(x) for x in st["Uid"].split()[:3]]
+        except (OSError, ValueError, KeyError):
+            continue  # gone, or a kernel thread's odd line
+        if uid in ids and not st.get("State", "").startswith(("Z", "X")):
+            out.append(pid)
+    return out
+
+
+def kill_user(uid: int, rounds: int = 100) -> int:
+    """SIGKILL every process of ``uid`` (:func:`processes_of`), round after round until none is
+    left (one forking while it is killed is caught in the next round); how many were killed.
+    A leased uid's processes are a run's alone: they must not outlive it."""
+    import time
+    killed: set = set()
+    for _ in range(rounds):
+        found = processes_of(uid)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except OSError:
+                pass  # gone
+        time.sleep(0.01)
+    return len(killed)
 
 
 def access_as(user: tuple[int, int], paths) -> dict:
@@ -415,14 +580,16 @@ def access_as(user: tuple[int, int], paths) -> dict:
 
 def user_confines(user: tuple[int, int], reach, sealed, ours) -> tuple[bool, str, list]:
     """Without a mount namespace: whether ``user`` can run participant code here with the
-    kernel's permission checks as the file layer, (ok, why not, [(path, saved ACL)] denied).
+    kernel's permission checks as the file layer, (ok, why not, [(path, descriptor)] denied).
 
     ``reach``: what it must read (the interpreter, the environments' cache, uv, child.py);
     ``sealed``: what it must neither read, traverse nor write (input_data, reference_data,
-    the output folder): each one it may reach gets, for the run, an ACL entry naming that
-    uid with no permission (:func:`deny`; other users keep what they had), then the kernel is
-    asked again; ``ours`` (the evaluator's package and site-packages): it may read them
-    (child.py is there; they are public code), never write them."""
+    the output folder): each one gets, for the run, the ACL entry that gives the sandbox's
+    group no permission (:func:`deny`; other users keep what they had), then the kernel is
+    asked again. Each one, even one closed already: it may be closed by another run's entry,
+    which that run's end takes out unless this run holds the folder too (:func:`release`).
+    ``ours`` (the evaluator's package and site-packages): it may read them (child.py is
+    there; they are public code), never write them."""
     seen = access_as(user, [*reach, *sealed, *ours])
     far = [p for p in reach if p and "r" not in seen[str(p)]]
     if far:
@@ -432,65 +599,164 @@ def user_confines(user: tuple[int, int], reach, sealed, ours) -> tuple[bool, str
         return False, f"uid {user[0]} could write {written[0]}", []
     denied = []
     for path in sealed:
-        if seen[str(path)] != "---":
-            try:
-                denied.append((str(path), deny(str(path), user[0])))
-            except OSError as exc:
-                release(denied)
-                return False, f"{path} is open to uid {user[0]} and no ACL can close it " \
-                              f"({exc.strerror})", []
+        if not os.path.exists(path):
+            continue
+        try:
+            denied.append((str(path), deny(str(path), user[1])))
+        except OSError as exc:
+            if seen[str(path)] == "---" and exc.errno in (errno.EOPNOTSUPP, errno.ENOTSUP):
+                continue  # no ACL here, and none needed: its modes keep the user out
+            release(denied, user[1])
+            return False, f"{path} is open to uid {user[0]} and no ACL can close it " \
+                          f"({exc.strerror})", []
     if denied:
         again = access_as(user, [p for p, _ in denied])
         still = [p for p, _ in denied if again[p] != "---"]
         if still:
-            release(denied)
+            release(denied, user[1])
             return False, f"{still[0]} stays open to uid {user[0]} under an ACL", []
     return True, "", denied
 
 
 # POSIX ACLs as the kernel stores them (system.posix_acl_access: a version, then entries of
-# tag, permission and id, sorted by tag then id). Written by hand: one named-user entry is a
+# tag, permission and id, sorted by tag then id). Written by hand: one named-group entry is a
 # few bytes, and pylibacl would be one more compiled dependency of the evaluator image.
 ACL_XATTR, ACL_VERSION, ACL_UNDEFINED = "system.posix_acl_access", 2, 0xFFFFFFFF
 ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 1, 2, 4, 8, 0x10, 0x20
+LOCK_WAIT = 10.0  # seconds a deny waits for another run's release (it holds the lock for µs)
+
+# Why a named-group entry, and why a shared lock on the folder (two runs at once, issue 29):
+# every run's user has the gid SANDBOX_GID and no other group, so one entry "group SANDBOX_GID:
+# no permission" denies every run's user (the kernel stops at a matching named-group entry that
+# grants nothing: the request never falls through to "other"), whichever uid it leased. Each
+# run holds a shared flock on the folder itself (its inode: the lock holds across containers
+# that share the folder but not /run) from before it writes the entry to its end. Runs add the
+# same entry under the shared lock (their writes agree whatever their order); a run that ends
+# removes it only if it gets the lock exclusively (LOCK_NB): no other run holds the folder then,
+# and none can start adding before the removal is done. Before, each run wrote back the ACL it
+# had found: the first run to end wiped the second's entry while its child ran (measured:
+# reference_data "r-x" to the second run's user after the first's release). A run killed
+# before its release leaves the entry (it only denies the sandbox): the next run to end
+# removes it. By hand: ``setfacl -x g:64290 PATH``.
 
 
-def deny(path: str, uid: int) -> bytes | None:
-    """Add to ``path``'s ACL an entry giving ``uid`` no permission (the entries of every other
-    user and group, and the mode, unchanged); the ACL before (None: none) to :func:`release`."""
+def _acl(fd: int) -> list:
+    """The entries of the ACL of the open file ``fd`` ([] without one)."""
     try:
-        saved = os.getxattr(path, ACL_XATTR, follow_symlinks=False)
+        raw = os.getxattr(fd, ACL_XATTR)
     except OSError as exc:
         if exc.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
             raise
-        saved = None
-    if saved:
-        entries = [struct.unpack_from("<HHI", saved, 4 + 8 * i) for i in range((len(saved) - 4) // 8)]
-    else:
-        mode = os.lstat(path).st_mode
-        entries = [(ACL_USER_OBJ, mode >> 6 & 7, ACL_UNDEFINED), (ACL_GROUP_OBJ, mode >> 3 & 7,
-                   ACL_UNDEFINED), (ACL_OTHER, mode & 7, ACL_UNDEFINED)]
-    entries = [e for e in entries if not (e[0] == ACL_USER and e[2] == uid)]
-    entries.append((ACL_USER, 0, uid))
-    if not any(e[0] == ACL_MASK for e in entries):  # required beside a named entry: the
-        group = next(e[1] for e in entries if e[0] == ACL_GROUP_OBJ)  # group's bits, unchanged
-        entries.append((ACL_MASK, group, ACL_UNDEFINED))
-    entries.sort(key=lambda e: (e[0], e[2]))
-    os.setxattr(path, ACL_XATTR, struct.pack("<I", ACL_VERSION)
-                + b"".join(struct.pack("<HHI", *e) for e in entries), follow_symlinks=False)
-    return saved
+        return []
+    return [struct.unpack_from("<HHI", raw, 4 + 8 * i) for i in range((len(raw) - 4) // 8)]
 
 
-def release(denied) -> None:
-    """Put back the ACLs :func:`deny` changed."""
-    for path, saved in denied:
+def _set_acl(fd: int, entries: list) -> None:
+    entries = sorted(entries, key=lambda e: (e[0], e[2]))
+    os.setxattr(fd, ACL_XATTR, struct.pack("<I", ACL_VERSION)
+                + b"".join(struct.pack("<HHI", *e) for e in entries))
+
+
+def deny(path: str, gid: int = SANDBOX_GID) -> int:
+    """Add to ``path``'s ACL an entry giving the group ``gid`` no permission (the entries of
+    every other user and group, and the mode, unchanged), under a shared lock on ``path``;
+    the descriptor holding the lock, for :func:`release` (the run's life)."""
+    import time
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        end = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.01)
+        entries = _acl(fd) or _base(fd)
+        if (ACL_GROUP, 0, gid) not in entries:
+            entries = [e for e in entries if not (e[0] == ACL_GROUP and e[2] == gid)]
+            entries.append((ACL_GROUP, 0, gid))
+            if not any(e[0] == ACL_MASK for e in entries):  # required beside a named entry:
+                group = next(e[1] for e in entries if e[0] == ACL_GROUP_OBJ)  # the group's
+                entries.append((ACL_MASK, group, ACL_UNDEFINED))  # bits, unchanged
+            _set_acl(fd, entries)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release(denied, gid: int = SANDBOX_GID) -> None:
+    """The entries :func:`deny` made taken out, of each folder no other run holds (see why
+    above); every lock dropped. ``denied``: [(path, descriptor)]."""
+    for _path, fd in denied:
         try:
-            if saved is None:
-                os.removexattr(path, ACL_XATTR, follow_symlinks=False)
-            else:
-                os.setxattr(path, ACL_XATTR, saved, follow_symlinks=False)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            pass  # gone: nothing to put back (a stale entry only denies the sandbox's uid)
+            os.close(fd)  # another run relies on the entry: it stays
+            continue
+        try:
+            _drop(fd, ACL_GROUP, gid)
+        finally:
+            os.close(fd)
+
+
+def allow(path: str, uid: int, perm: int) -> bool:
+    """Give ``uid`` alone ``perm`` (rwx bits) on ``path`` by a named-user entry (the mask
+    widened by ``perm`` only: the owning group's entry still limits the group); False where
+    the file system keeps no ACL."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        entries = _acl(fd) or _base(fd)
+        mask = next((e[1] for e in entries if e[0] == ACL_MASK),
+                    next(e[1] for e in entries if e[0] == ACL_GROUP_OBJ))
+        entries = [e for e in entries if e[0] != ACL_MASK and not (e[0] == ACL_USER and e[2] == uid)]
+        _set_acl(fd, [*entries, (ACL_USER, perm, uid), (ACL_MASK, mask | perm, ACL_UNDEFINED)])
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def disallow(path: str, uid: int) -> None:
+    """The entry :func:`allow` made taken out (nothing if none, or gone)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            _drop(fd, ACL_USER, uid)
+        finally:
+            os.close(fd)
+
+
+def _base(fd: int) -> list:
+    """The three entries the mode alone stands for."""
+    mode = os.fstat(fd).st_mode
+    return [(ACL_USER_OBJ, mode >> 6 & 7, ACL_UNDEFINED),
+            (ACL_GROUP_OBJ, mode >> 3 & 7, ACL_UNDEFINED), (ACL_OTHER, mode & 7, ACL_UNDEFINED)]
+
+
+def _drop(fd: int, tag: int, xid: int) -> None:
+    """The named entry (``tag``, ``xid``) taken out of ``fd``'s ACL; with no named entry left,
+    the mask too where it takes nothing from the owning group (then the group's bits are what
+    they were with it), and then the ACL itself (the mode says it all, as before)."""
+    try:
+        entries = [e for e in _acl(fd) if not (e[0] == tag and e[2] == xid)]
+        named = any(e[0] in (ACL_USER, ACL_GROUP) for e in entries)
+        group = next((e[1] for e in entries if e[0] == ACL_GROUP_OBJ), 0)
+        mask = next((e for e in entries if e[0] == ACL_MASK), None)
+        if not named and mask is not None and mask[1] & group == group:
+            entries.remove(mask)
+        if len(entries) == 3 and not named:
+            os.removexattr(fd, ACL_XATTR)
+        elif entries:
+            _set_acl(fd, entries)
+    except OSError:
+        pass  # gone, or ACLs no longer writable: a stale entry (deny's only denies the sandbox)
 
 
 def probe() -> dict:

@@ -61,6 +61,7 @@ import site
 import stat
 import struct
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -510,8 +511,10 @@ class Confinement:
     def hand_over(self, write, read) -> None:
         """Before the step, as a user of its own: the folders it writes become its (the whole
         tree), our per-run copies it reads are made readable to others, and the folders
-        holding them traversable (not listable: a mkdtemp folder is 0700). Nothing else of
-        ours changes hands."""
+        holding them traversable by its uid alone (an ACL entry: not listable, and closed to
+        another run's uid, which would otherwise reach this run's scratch and copies by the
+        names /tmp lists; "others" may traverse only where the file system keeps no ACL).
+        Nothing else of ours changes hands."""
         if self.user is None:
             return
         self.owned = [str(f) for f in write if f and os.path.isdir(f)]
@@ -520,7 +523,8 @@ class Confinement:
         work = {os.path.dirname(os.path.realpath(f)) for f in self.owned}
         for folder in work:
             st = os.stat(folder)
-            if st.st_uid == os.geteuid() and not st.st_mode & 0o001:
+            if st.st_uid == os.geteuid() and not st.st_mode & 0o001 \
+                    and not layers.allow(folder, self.user[0], 0o1):
                 os.chmod(folder, st.st_mode & 0o7777 | 0o001)
         for path in read:  # only our own copies, in the run's work folder
             if path and any(layers._under(os.path.realpath(path), w) for w in work):
@@ -601,6 +605,7 @@ class Sandbox:
     modes: dict = field(default_factory=dict)   # {path: (mode, uid, gid)} of ``sealed`` at start
     modes_restored: list = field(default_factory=list)  # paths whose modes a step changed
     _chosen: bool = False
+    _unlease: "weakref.finalize | None" = field(default=None, repr=False, compare=False)
 
     @classmethod
     def for_run(cls, input_data: Path, output: Path, isolation: bool, install_network: bool,
@@ -648,34 +653,46 @@ class Sandbox:
         self._chosen = True
         mount = bool(self.namespaces.get("mount"))
         self.user, self.user_line = layers.sandbox_user(mount, bool(self.namespaces.get("userns")))
+        if self.user is not None:  # a uid of its own for the run (layers.lease_uid), given
+            # back by release() at the end of the run, or when this object goes (a Sandbox
+            # that no run releases: an install outside a run)
+            self._unlease = weakref.finalize(self, layers.unlease_uid, self.user[0])
         if self.user is None or mount:
             return
         ours = [h for h in self.holes if h not in self.sealed]
         ok, why, self.denied = (layers.user_confines(self.user, self.reach, self.sealed, ours)
                                 if self.reach else (False, "no mount namespace", []))
         if not ok:
+            self._unlease()
             self.user, self.user_line = None, f"same user as the evaluator (uid 0, no " \
                                               f"capability: {why})"
             return
         self.user_files = True
         if self.denied:
-            self.user_line = self.user_line[:-1] + "; denied by an ACL entry for the run: " \
-                + ", ".join(os.path.basename(p) for p, _ in self.denied) + ")"
+            gid = self.user[1]
+            self.user_line = self.user_line[:-1] + f"; denied by the ACL entry g:{gid}:--- " \
+                + "(taken out at the end unless another run holds it; by hand: setfacl -x " \
+                + f"g:{gid} PATH): " + ", ".join(os.path.basename(p) for p, _ in self.denied) + ")"
 
     def disown(self, folder) -> None:
         """Every file of the sandbox's user under ``folder`` ours again (a work folder kept
         with --keep-workdir: its scratch; removed folders need nothing)."""
         if self.user is None:
             return
+        layers.disallow(str(folder), self.user[0])  # hand_over's entry: the uid goes to others
         for path in _tree(folder):
             with contextlib.suppress(OSError):
                 if os.stat(path, follow_symlinks=False).st_uid == self.user[0]:
                     os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
 
     def release(self) -> None:
-        """The ACL entries :meth:`choose_user` made, taken back (at the end of the run)."""
-        layers.release(self.denied)
+        """At the end of the run: the ACL entries :meth:`choose_user` made taken back where no
+        other run relies on them (:func:`layers.release`), and the leased uid given back:
+        every process still under it killed (:func:`layers.unlease_uid`)."""
+        layers.release(self.denied, self.user[1] if self.user else layers.SANDBOX_GID)
         self.denied = []
+        if self._unlease is not None:
+            self._unlease()  # once only (a finalizer runs at most once)
 
     @classmethod
     def default(cls) -> "Sandbox":
@@ -716,6 +733,10 @@ class Sandbox:
         conf = Confinement(pol, oom_adj=True, max_processes=self.max_processes, plan=plan,
                            user=self.user)
         conf.hand_over(scratch, read)  # removed with the run's work folder, by us
+        if self.user is not None:  # its uid's alone (another run's uid shares its gid)
+            for folder in scratch:
+                if os.path.isdir(folder) and not os.path.islink(folder):
+                    os.chmod(folder, 0o700)
         if conf.prepared is not None:
             conf.prepared.fsize = bound
             # the evaluator's user, no mount namespace: it owns our folders (seccomp_program)
