@@ -50,7 +50,8 @@ def test_setup_py_that_fills_the_disk_is_stopped(tmp_path, input_data, monkeypat
 
 def test_a_disk_nearly_full_from_the_start_is_ours(tmp_path):
     with tmpfs(tmp_path / "fs", "300m") as fs:
-        (fs / "ballast").write_bytes(b"\0" * (200 << 20))  # 100 MiB left (300 - 200, in pages): below the reserve
+        # 20 MiB left (300 - 280, in pages): under a tenth of this small file system
+        (fs / "ballast").write_bytes(b"\0" * (280 << 20))
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                 start_new_session=True)
         t0 = time.monotonic()
@@ -59,7 +60,7 @@ def test_a_disk_nearly_full_from_the_start_is_ours(tmp_path):
         watch.stop()
         assert time.monotonic() - t0 < 5
         assert watch.ours is True  # it wrote nothing: the disk was full before it
-        assert watch.line == f"the disk under {fs} has 100 MiB left (the install wrote 0 MiB " \
+        assert watch.line == f"the disk under {fs} has 20 MiB left (the install wrote 0 MiB " \
                              "of it): stopped", watch.line
 
 

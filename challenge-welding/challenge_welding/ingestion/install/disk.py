@@ -9,7 +9,7 @@ So the step is watched while it runs: every ``interval`` seconds the used bytes 
 system it writes on (``statvfs``) are compared with their level at its start. Past ``cap``
 bytes more (``CHALLENGE_WELDING_INSTALL_MB``, default 20 GiB: the published TensorFlow
 solution's environment takes about 1.5 GiB), or when a file system it writes on is left
-with less than ``reserve`` free, the step's process group is killed and :attr:`DiskWatch.line`
+with less than ``reserve`` free (a tenth of a smaller one), the step's process group is killed and :attr:`DiskWatch.line`
 says which. ``statvfs`` counts every writer of that file system, not the step alone, so a
 busy shared disk could stop an honest install; the cap is large for that reason, and a
 disk found nearly full is told as the evaluator's fault (free space), not the submission's,
@@ -26,7 +26,7 @@ from challenge_welding.ingestion.confine import reaper
 
 INSTALL_MB_ENV = "CHALLENGE_WELDING_INSTALL_MB"
 DEFAULT_INSTALL_MB = 20480
-RESERVE = 256 << 20  # never leave a file system the step writes on with less free than this
+RESERVE = 256 << 20  # never leave a file system the step writes on with less free (a tenth of a small one)
 
 
 def install_cap() -> int:
@@ -37,10 +37,11 @@ def install_cap() -> int:
     return int(mb * (1 << 20))
 
 
-def _used(path: str) -> tuple[int, int]:
-    """(used bytes, free bytes for us) of the file system under ``path``."""
+def _used(path: str) -> tuple[int, int, int]:
+    """(used bytes, free bytes for us, size) of the file system under ``path``."""
     st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_bavail * st.f_frsize
+    return ((st.f_blocks - st.f_bfree) * st.f_frsize, st.f_bavail * st.f_frsize,
+            st.f_blocks * st.f_frsize)
 
 
 class DiskWatch:
@@ -71,7 +72,7 @@ class DiskWatch:
         while not self._stop.wait(self.interval):
             for path, start in self.base.values():
                 try:
-                    used, free = _used(path)
+                    used, free, size = _used(path)
                 except OSError:
                     continue
                 grew = used - start
@@ -79,7 +80,7 @@ class DiskWatch:
                     self.line = (f"the install wrote more than {self.cap >> 20} MiB to the disk "
                                  f"under {path} ({grew >> 20} MiB): stopped ({INSTALL_MB_ENV} "
                                  "sets the bound)")
-                elif free < self.reserve:
+                elif free < min(self.reserve, size // 10):  # a small tmpfs: a tenth of it
                     # the step wrote less than half of what was free when it started: the
                     # disk was nearly full already (ours to free), else the step filled it
                     self.ours = grew < (free + max(grew, 0)) / 2
