@@ -217,8 +217,13 @@ def test_a_process_left_under_a_leased_uid_dies_at_the_next_lease(world):
     one uid (CHALLENGE_WELDING_SANDBOX_UID, the same lock and kill as a uid of the range), one
     outside the range so that no other run of this machine holds it."""
     uid = layers.SANDBOX_UIDS.stop + 10
+    marks = ["--bounding-set=-all", "--no-new-privs"]  # what every process of a run bears
     left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={layers.SANDBOX_GID}",
-                             "--clear-groups", "sleep", "300"], start_new_session=True)
+                             "--clear-groups", *marks, "sleep", "300"], start_new_session=True)
+    # the same uid by chance (a systemd DynamicUser= service, a rootless container's
+    # subordinate uid): not the sandbox's marks, never killed
+    stranger = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                                 "--clear-groups", "sleep", "300"], start_new_session=True)
     try:
         deadline = time.monotonic() + 10
         while uid not in _uids(left.pid) and time.monotonic() < deadline:
@@ -230,8 +235,9 @@ def test_a_process_left_under_a_leased_uid_dies_at_the_next_lease(world):
                 "from challenge_welding.ingestion.confine import layers\n"
                 "print(layers.lease_uid(int(os.environ['CHALLENGE_WELDING_SANDBOX_UID'])), "
                 "flush=True)\n"
-                f"p = subprocess.Popen(['setpriv', '--reuid={uid}', '--regid={uid}', "
-                "'--clear-groups', 'sleep', '300'])\n"
+                f"p = subprocess.Popen(['setpriv', '--reuid={uid}', "
+                f"'--regid={layers.SANDBOX_GID}', '--clear-groups', '--bounding-set=-all', "
+                "'--no-new-privs', 'sleep', '300'])\n"
                 "while not layers.processes_of(" + str(uid) + "): time.sleep(0.01)\n"
                 f"layers.unlease_uid({uid})\n"
                 "print(p.wait(), flush=True)\n")
@@ -242,10 +248,13 @@ def test_a_process_left_under_a_leased_uid_dies_at_the_next_lease(world):
         assert lease == f"({uid}, 'CHALLENGE_WELDING_SANDBOX_UID={uid}')"
         assert left.wait(timeout=10) == -signal.SIGKILL  # the leftover, at the lease
         assert second == str(-signal.SIGKILL)  # the run's own, at its end
+        assert stranger.poll() is None  # alive through the lease and the end
+        assert stranger.pid not in layers.processes_of(uid)
     finally:
-        if left.poll() is None:
-            left.kill()
-            left.wait()
+        for proc in (left, stranger):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _uids(pid: int) -> list[int]:

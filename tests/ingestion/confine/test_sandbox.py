@@ -484,17 +484,32 @@ def test_good_submission_under_each_abi(tmp_path, input_data, env_cache, monkeyp
         assert not any("NO SANDBOX" in w for w in report["warnings"])
 
 
+# load_model() says which user it is, inside and (through the map) outside, and tries to
+# signal and pin every process of uid 0 it can name (outside its pid namespace it names none:
+# /proc there is its own; the evaluator's pid comes from the test, through the environment)
+WHO = GOOD.replace("    def load_model(self, config_file=None):\n",
+                   "    def load_model(self, config_file=None):\n"
+                   "        import os\n"
+                   "        print('UID', os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
+                   "        print('MAP', open('/proc/self/uid_map').read().split())\n"
+                   "        print('CAPEFF', [l.split()[1] for l in open('/proc/self/status')\n"
+                   "                         if l.startswith(('CapEff', 'CapBnd'))])\n")
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
                     reason="needs root and setpriv")
-def test_root_without_sys_admin_runs_in_a_user_namespace_as_uid_0(tmp_path, input_data,
-                                                                 env_cache):
+def test_root_without_sys_admin_runs_in_a_user_namespace_as_a_user_of_its_own(
+        tmp_path, input_data, env_cache):
     """`podman run` as root: CAP_SETUID held, CAP_SYS_ADMIN not, so the namespaces come from a
-    user namespace that maps uid 0 alone. Before: the child tried to become uid 64290 there
-    (setresuid EPERM) and every submission ended with status 125 (seen in the image built on
-    python:3.12-slim). Now it stays uid 0 with no capability, and the run is ok."""
+    user namespace. Before 29's first fix the child tried to become uid 64290 in a namespace
+    that mapped uid 0 alone (setresuid EPERM: every submission ended with status 125 in the
+    image built on python:3.12-slim); after it, the child stayed uid 0 there, with no
+    capability, so the kernel's same-user checks did not keep it off the evaluator's
+    processes (uid 0 outside too). Now a helper outside maps uid 64290 beside uid 0 and the
+    child becomes it: inside and outside alike, no group, no capability."""
     if not layers.probe()["mount"]:
         pytest.skip("no namespace lent here")
-    sub = make_submission(tmp_path / "sub")
+    sub = make_submission(tmp_path / "sub", WHO)
     done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", *CLI, "ingest",
                            "--submission", str(sub), "--input-data", str(input_data), "--output",
                            str(tmp_path / "pred"), "--env-cache", str(env_cache), "--no-progress"],
@@ -502,9 +517,18 @@ def test_root_without_sys_admin_runs_in_a_user_namespace_as_uid_0(tmp_path, inpu
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     held = json.loads((tmp_path / "pred" / "ingestion.json").read_text())["sandbox"]["layers"]
     assert held["namespaces"][:2] == ["user", "mount"], held
-    assert held["user"] == ("same user as the evaluator (uid 0, no capability: its user "
-                            "namespace maps uid 0 alone)")
+    lo, hi, gid = layers.SANDBOX_UIDS.start, layers.SANDBOX_UIDS.stop - 1, layers.SANDBOX_GID
+    leased = re.fullmatch(rf"uid (\d+) \(leased from {lo}\.\.{hi}\), gid {gid}, no groups "
+                          r"\(install and run\)", held["user"])
+    assert leased, held
+    uid = int(leased.group(1))
+    assert uid in layers.SANDBOX_UIDS
     assert held["capabilities"] == "none"
+    log = (tmp_path / "pred" / "submission_output.log").read_text()
+    assert f"UID {uid} {uid} {gid} []" in log, log
+    # its namespace maps uid 0 and the leased uid, each to itself: the same uid outside too
+    assert "MAP ['0', '0', '1', '" + str(uid) + "', '" + str(uid) + "', '1']" in log, log
+    assert "CAPEFF ['0000000000000000', '0000000000000000']" in log, log
 
 
 # --- organisers may refuse runs without a sandbox ----------------------------------------------

@@ -117,6 +117,10 @@ class Plan:
     tmpfs_dirs: tuple = ()
     uid: int = 0
     gid: int = 0
+    # (uid, gid) mapped in the user namespace beside our own, so that the child can become
+    # that user there (root holding CAP_SETUID and CAP_SETGID without CAP_SYS_ADMIN: `podman
+    # run` as root); None: our own ids alone (a user's laptop: no other uid may be mapped)
+    map_user: tuple | None = None
 
     def flags(self) -> int:
         return ((CLONE_NEWUSER if self.userns else 0) | (CLONE_NEWNS if self.mount else 0)
@@ -146,7 +150,9 @@ class Plan:
     def enter(self) -> None:
         """In the forked process, before exec: make the namespaces and the mounts; with a pid
         namespace, fork: this process waits (never returns) and its child returns."""
-        if self.userns:
+        if self.userns and self.map_user is not None:
+            self._userns_with(*self.map_user)
+        elif self.userns:
             _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
             # the ingestion is non-dumpable (reaper.guarded), and so this fork of it: its
             # /proc/self files are root's until it is dumpable again (exec would do it)
@@ -164,6 +170,45 @@ class Plan:
             _loopback_up()
         if self.pid:
             self._fork_into_pid_ns()  # pid 2 of the new namespace from here
+
+    def _userns_with(self, uid: int, gid: int) -> None:
+        """A user namespace mapping our ids and ``uid``/``gid`` (each to itself), so that the
+        child becomes that user inside and is that user outside too: every same-user check of
+        the kernel then refuses it our processes. A process cannot write a map of more than
+        its own id into its own new namespace (the kernel wants CAP_SETUID in the parent
+        namespace, which it left), so a helper forked before the unshare, still outside with
+        our capabilities, writes both maps, as newuidmap(1) does for a user's login."""
+        r, w = os.pipe()
+        r2, w2 = os.pipe()
+        helper = os.fork()
+        if helper == 0:  # outside, root with CAP_SETUID and CAP_SETGID
+            os.close(w)
+            os.close(r2)
+            said = b"the namespace was not made"
+            try:
+                if os.read(r, 1) == b"u":
+                    target = os.getppid()
+                    _write(f"/proc/{target}/uid_map", f"{self.uid} {self.uid} 1\n{uid} {uid} 1")
+                    _write(f"/proc/{target}/gid_map", f"{self.gid} {self.gid} 1\n{gid} {gid} 1")
+                    said = b"ok"
+            except OSError as exc:
+                said = (exc.strerror or str(exc)).encode()
+            os.write(w2, said)
+            os._exit(0)
+        os.close(r)
+        os.close(w2)
+        made = _libc.unshare(CLONE_NEWUSER) == 0
+        os.write(w, b"u" if made else b"x")  # the helper must not map a namespace not made
+        if not made:
+            _fail("unshare(CLONE_NEWUSER)")
+        told = os.read(r2, 200)
+        os.waitpid(helper, 0)
+        os.close(w)
+        os.close(r2)
+        if told != b"ok":
+            os.write(2, f"challenge-welding sandbox: mapping uid {uid} in the user namespace "
+                        f"failed ({told.decode(errors='replace')})\n".encode())
+            os._exit(125)
 
     def _mounts(self) -> None:
         libc = _libc
@@ -394,10 +439,11 @@ def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] 
     are reachable (bound back under an empty, traversable ``/root``) while our folders are
     not there at all; without one, :func:`user_confines` must first find that the kernel's
     permission checks give that user what it needs and nothing of ours (the reason here is
-    then only provisional). Not where the namespaces come from a user namespace (``userns``:
-    root without CAP_SYS_ADMIN, ``podman run`` as root): it maps uid 0 alone, so no other uid
-    exists there (setresuid: EPERM, every submission failed with status 125 in the image run
-    as root)."""
+    then only provisional). Where the namespaces come from a user namespace (``userns``: root
+    without CAP_SYS_ADMIN, ``podman run`` as root), that namespace maps the user beside uid 0
+    (:meth:`Plan._userns_with`; mapping uid 0 alone, setresuid failed there with EPERM and
+    every submission ended with status 125 in the image run as root). ``userns`` is kept for
+    the callers' sake: the answer no longer depends on it."""
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
@@ -406,9 +452,6 @@ def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] 
     eff = capability_sets().get("CapEff", 0)
     if not all(eff >> c & 1 for c in (CAP_CHOWN, CAP_SETGID, CAP_SETUID)):
         return None, "same user as the evaluator (uid 0, no capability: CAP_SETUID dropped)"
-    if userns:
-        return None, "same user as the evaluator (uid 0, no capability: its user namespace " \
-                     "maps uid 0 alone)"
     forced = int(want) if want.isdigit() and int(want) > 0 else None
     uid, how = lease_uid(forced)
     if uid is None:
@@ -522,7 +565,13 @@ def root_only(folder: str) -> bool:
 
 
 def processes_of(uid: int) -> list[int]:
-    """The visible processes (not zombies) whose real, effective or saved uid is ``uid``."""
+    """The visible processes (not zombies) whose real, effective or saved uid is ``uid`` and
+    that bear the sandbox's marks: gid :data:`SANDBOX_GID` among their gids, an empty
+    bounding set and no_new_privs (every process of a run has them from its first
+    instruction: :func:`drop_capabilities`, then the Landlock/seccomp step). The uid range overlaps ranges that other
+    software hands out (systemd's DynamicUser= uses 61184..65519; rootless containers map
+    subordinate uids): a process of such a service or container has the uid by chance, not
+    the marks, and must never be killed for a run's leftover."""
     out = []
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -533,9 +582,12 @@ def processes_of(uid: int) -> list[int]:
             with open(f"/proc/{pid}/status") as fh:
                 st = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
             ids = [int(x) for x in st["Uid"].split()[:3]]
+            gids = [int(x) for x in st["Gid"].split()[:3]]
+            marked = (SANDBOX_GID in gids and int(st["CapBnd"], 16) == 0
+                      and st.get("NoNewPrivs", "").strip() == "1")
         except (OSError, ValueError, KeyError):
             continue  # gone, or a kernel thread's odd line
-        if uid in ids and not st.get("State", "").startswith(("Z", "X")):
+        if uid in ids and marked and not st.get("State", "").startswith(("Z", "X")):
             out.append(pid)
     return out
 

@@ -483,6 +483,8 @@ class Confinement:
         self.owned: list[str] = []  # folders handed to ``user`` for the step (:meth:`hand_over`)
         if plan is not None:
             plan.prepare()
+            if plan.userns and user is not None:  # root without CAP_SYS_ADMIN (layers.Plan)
+                plan.map_user = user
         self.env: dict = {}                  # environment variables the confined process gets
         self.max_processes = max_processes   # the fork watchdog's cap (0: none)
         self.kill_timeout = float(os.environ.get(KILL_TIMEOUT_ENV, 10))

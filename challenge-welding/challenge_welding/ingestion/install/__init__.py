@@ -11,4 +11,5 @@ May import: contract; ingestion.confine (the sandbox and the reaper around the b
 Modules:
   submission   unpack a zip/folder, layout checks, requirements filtering
   environment  cached uv (or venv + pip) environment with the interface shim; device; target
+  disk         how much an install step of participant code may write (a watch on the disk)
 """

@@ -60,6 +60,7 @@ from challenge_welding.contract.errors import ChallengeError
 from challenge_welding.ingestion.confine import reaper
 from challenge_welding.ingestion.confine.variables import installer_env, participant_env
 from challenge_welding.ingestion.install import submission as sub
+from challenge_welding.ingestion.install.disk import DiskWatch
 from challenge_welding.ingestion.confine.sandbox import Sandbox
 
 ENV_FORMAT = "3"  # bump to invalidate every cached environment
@@ -307,6 +308,7 @@ def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, preexec_fn=jail)
     dog = reaper.Watchdog(proc.pid, jail.max_processes) if jail.max_processes else None
+    disk = DiskWatch(proc.pid, jail.policy.write)
     try:
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -317,10 +319,16 @@ def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
         proc.wait()
         if dog is not None:
             dog.stop()
+        disk.stop()
         if not survivors:  # what the sandbox's user wrote is ours again (sandbox.Confinement)
             jail.reclaim()
     if dog is not None and dog.line:
         raise InstallError(f"{what}: {dog.line}")
+    if disk.line:
+        raise InstallError(f"{what}: {disk.line}" + (
+            " (the evaluator's fault, not the submission's) -> fix: free space under the "
+            "environment cache (challenge-welding cache prune)" if disk.ours else ""),
+            ours=disk.ours)
     if survivors:
         raise InstallError(f"{what}: {survivors} process(es) of the install survived the kill "
                            f"of its process group: the install is not trusted")
