@@ -10,10 +10,12 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import site
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -630,3 +632,53 @@ def test_worker_child_cannot_change_modes_and_install_changes_are_undone(
     assert report["sandbox"]["run"]["seccomp"].endswith(
         "; chmod a no-op, chown and xattr writes refused")
     assert report["sandbox"]["layers"]["landlock_abi"] == int(abi_max)
+
+
+# load_model() leaves a file in each of the machine's shared folders, a folder holding a file
+# in /var/tmp, and a link in /tmp to a file of ours (its target must survive the clean-up)
+LITTER = """
+for top in ("/tmp", "/dev/shm"):
+    open(f"{top}/{T['tag']}-file", "w").write("left")
+os.makedirs(f"/var/tmp/{T['tag']}-dir/sub")
+open(f"/var/tmp/{T['tag']}-dir/sub/f", "w").write("left")
+os.symlink(T["ours"], f"/tmp/{T['tag']}-link")
+log("LITTER left")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a user of its own)")
+def test_what_a_user_of_its_own_leaves_in_shared_folders_is_removed(tmp_path, input_data,
+                                                                     env_cache, monkeypatch):
+    """No mount namespace, no Landlock (ABI 0), as root: the child is a leased uid whose
+    files are confined by the kernel's permission checks, and /tmp, /var/tmp and /dev/shm are
+    the machine's. Before (main at 0702874): the run said nothing and left the four entries,
+    owned by uid 64290, for good. Now every entry of those folders owned by the run's uid is
+    removed once its processes are dead, said in one warning and in ingestion.json; the
+    link goes, its target (ours) stays."""
+    system_python = f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"
+    if not os.path.exists(system_python):
+        pytest.skip(f"no {system_python}: pyenv's under /root is out of the sandbox's reach")
+    monkeypatch.setenv(sandbox.ABI_MAX_ENV, "0")
+    monkeypatch.setenv(layers.NAMESPACES_ENV, "0")
+    tag = f"cw-litter-{uuid.uuid4().hex[:8]}"
+    ours = tmp_path / "ours.txt"
+    ours.write_text("ours")
+    sub = submission(tmp_path, LITTER, targets={"tag": tag, "ours": str(ours)})
+    # the environments where the sandbox's user may read them (tmp_path's parents are 0700)
+    cache = Path(tempfile.mkdtemp(prefix="cw-litter-envs-", dir="/var/tmp"))
+    cache.chmod(0o755)
+    try:
+        report = ingest(sub, input_data, tmp_path / "pred", cache_dir=cache, progress=False,
+                        python=system_python)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    assert report["status"] == "ok", report["errors"]
+    assert report["sandbox"]["layers"]["user"].startswith("uid "), report["sandbox"]["layers"]
+    assert "ATTACK LITTER left" in (tmp_path / "pred" / "submission_output.log").read_text()
+    left = [f"/tmp/{tag}-file", f"/dev/shm/{tag}-file", f"/var/tmp/{tag}-dir", f"/tmp/{tag}-link"]
+    assert sorted(report["sandbox"]["litter_removed"]) == sorted(left)
+    assert not any(os.path.lexists(p) for p in left)
+    assert ours.read_text() == "ours"
+    said = [w for w in report["warnings"] if "shared folders" in w]
+    assert len(said) == 1 and said[0].startswith(
+        "the submission left 4 file(s) or folder(s) in the machine's shared folders (removed): ")

@@ -612,6 +612,39 @@ def kill_user(uid: int, rounds: int = 100) -> int:
     return len(killed)
 
 
+# The machine's shared folders a user of its own may write where no mount namespace gives it
+# its own (world-writable, sticky): what it leaves there is removed at the end of its run.
+LITTER = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_litter(uid: int, folders=LITTER) -> list[str]:
+    """Every entry of ``folders`` (not deeper: a sticky folder's entries are their owners'
+    alone, so only there can that uid have made one) owned by the leased ``uid``, removed, a
+    folder with what it holds (``shutil.rmtree``: by descriptors, no link followed); the
+    paths removed. Called once every process of the uid is dead (:func:`unlease_uid`), so
+    nothing is added meanwhile; a link is removed, never its target."""
+    import shutil
+    removed = []
+    for top in folders:
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+                removed.append(entry.path)
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove: left as it is
+    return removed
+
+
 def access_as(user: tuple[int, int], paths) -> dict:
     """{path: "rwx" letters or "-"} of what ``user`` (no supplementary group) may do to each
     path, answered by the kernel itself: ``test -r/-w/-x`` in a shell run as that user (a path

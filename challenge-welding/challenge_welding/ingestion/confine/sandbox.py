@@ -606,6 +606,7 @@ class Sandbox:
     denied: list = field(default_factory=list)  # ACL entries made for the run (layers.deny)
     modes: dict = field(default_factory=dict)   # {path: (mode, uid, gid)} of ``sealed`` at start
     modes_restored: list = field(default_factory=list)  # paths whose modes a step changed
+    litter: list = field(default_factory=list)  # what its user left in /tmp... (removed)
     _chosen: bool = False
     _unlease: "weakref.finalize | None" = field(default=None, repr=False, compare=False)
 
@@ -695,6 +696,8 @@ class Sandbox:
         self.denied = []
         if self._unlease is not None:
             self._unlease()  # once only (a finalizer runs at most once)
+        if self.user_files and self.user is not None:  # no mount namespace: /tmp was shared
+            self.litter += layers.remove_litter(self.user[0])
 
     @classmethod
     def default(cls) -> "Sandbox":

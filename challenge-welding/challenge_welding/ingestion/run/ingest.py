@@ -443,6 +443,11 @@ class Ingestion:
                 owned.remove()
             self.box.release()  # the ACL entries made for the run (sandbox.choose_user)
         self.box.restore_modes()  # every process of it dead; before we write (Sandbox)
+        litter = report.sandbox["litter_removed"] = self.box.litter
+        if litter:
+            report.warn(f"the submission left {len(litter)} file(s) or folder(s) in the "
+                        f"machine's shared folders (removed): {', '.join(litter[:5])}"
+                        + (" ..." if len(litter) > 5 else ""), self.log)
         restored = report.sandbox["modes_restored"] = self.box.modes_restored
         if restored:
             report.warn(f"the submission changed the modes of {len(restored)} of our files and "
