@@ -447,6 +447,8 @@ def sandbox_user(mount_ns: bool, userns: bool = False) -> tuple[tuple[int, int] 
     want = os.environ.get(SANDBOX_UID_ENV, "").strip().lower()
     if want == "none":
         return None, f"same user as the evaluator ({SANDBOX_UID_ENV}=none)"
+    if not sys.platform.startswith("linux") or fcntl is None:  # no leases, no setresuid step
+        return None, "same user as the evaluator (not Linux)"
     if os.geteuid() != 0:
         return None, "same user as the evaluator (not root: cannot change user)"
     eff = capability_sets().get("CapEff", 0)
