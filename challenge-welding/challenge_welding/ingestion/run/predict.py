@@ -100,8 +100,11 @@ def handover_overhead(child: Child, pool: BufferPool, items, timeout: float | No
     predict(): message, descriptor, mapping, views, answer."""
     nbytes = layout([(h, w) for _off, h, w in items])[1]
     # one buffer for every round: it holds no pixel (never written) and is sealed before
-    # the first, so handing it over again shows nothing; its pages are never touched
-    buffer = BatchBuffer(max(1, -(-nbytes // STEP) * STEP), pool.dirs, pool.kind)
+    # the first, so handing it over again shows nothing; its pages are never touched, so
+    # never made either (collapse=False: a fallback memfd's 2 MiB pages would be zeroed whole
+    # for nothing, the fallback's largest loss of throughput: benchmarks/README.md)
+    buffer = BatchBuffer(max(1, -(-nbytes // STEP) * STEP), pool.dirs, pool.kind,
+                         collapse=False)
     seconds = []
     try:
         buffer.seal()
