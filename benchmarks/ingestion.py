@@ -230,10 +230,27 @@ TICK = os.sysconf("SC_CLK_TCK")
 set_cpu = []
 
 
-def child_cpu(pid):  # utime + stime of the child process (all its threads), in seconds
+def _cpu_ppid(pid):  # (utime + stime in seconds, parent pid) of one process
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return (int(fields[11]) + int(fields[12])) / TICK, int(fields[1])
+
+
+def child_cpu(pid):  # utime + stime of the child and its descendants (all their threads):
+    # in a pid namespace Popen's process is a waiter; the child is its grandchild
+    procs = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                procs[int(name)] = _cpu_ppid(name)
+            except (OSError, ValueError, IndexError):
+                pass
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += procs.get(p, (0.0, 0))[0]
+        todo += [q for q, (_c, parent) in procs.items() if parent == p]
+    return total
 
 
 def timed_set(child, *args, _inner=run.predict_set, **kwargs):
