@@ -9,8 +9,8 @@ So the step is watched while it runs: every ``interval`` seconds the used bytes 
 system it writes on (``statvfs``) are compared with their level at its start. Past ``cap``
 bytes more (``CHALLENGE_WELDING_INSTALL_MB``, default 20 GiB: the published TensorFlow
 solution's environment takes about 1.5 GiB), or when a file system it writes on is left
-with less than ``reserve`` free (a tenth of a smaller one), the step's process group is killed and :attr:`DiskWatch.line`
-says which. ``statvfs`` counts every writer of that file system, not the step alone, so a
+with less than ``reserve`` free (a tenth of a smaller one), the step's process group is
+killed and :attr:`DiskWatch.line` says which. ``statvfs`` counts every writer of that file system, not the step alone, so a
 busy shared disk could stop an honest install; the cap is large for that reason, and a
 disk found nearly full is told as the evaluator's fault (free space), not the submission's,
 unless the step itself wrote most of it. Hand-written: no library watches a process tree's
@@ -26,7 +26,8 @@ from challenge_welding.ingestion.confine import reaper
 
 INSTALL_MB_ENV = "CHALLENGE_WELDING_INSTALL_MB"
 DEFAULT_INSTALL_MB = 20480
-RESERVE = 256 << 20  # never leave a file system the step writes on with less free (a tenth of a small one)
+# never leave a file system the step writes on with less free (a tenth of a small one)
+RESERVE = 256 << 20
 
 
 def install_cap() -> int:

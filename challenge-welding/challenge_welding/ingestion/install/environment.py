@@ -252,9 +252,10 @@ def _run_streamed(cmd, fh, env, timeout, say) -> int | None:
 
 
 # Faults on our side, told by the installer's own words: (pattern, what it means, the fix).
+DISK_FIX = "free space under the environment cache (challenge-welding cache prune)"
 _OUR_FAULTS = (
-    (re.compile(r"No space left on device|os error 28|Errno 28", re.I),
-     "the disk is full", "free space under the environment cache (challenge-welding cache prune)"),
+    (re.compile(r"No space left on device|os error 28|Errno 28", re.I), "the disk is full",
+     DISK_FIX),
     (re.compile(r"certificate|UnknownIssuer|CERTIFICATE_VERIFY_FAILED|invalid peer", re.I),
      "the package index's TLS certificate is not trusted here",
      "give the evaluator the proxy's CA (SSL_CERT_FILE) or use a wheelhouse "
@@ -271,14 +272,19 @@ _NO_WHEEL_PIP = re.compile(r"Could not find a version that satisfies the require
                            r"([A-Za-z0-9._-]+)==([^\s)]+)")
 
 
+def ours_error(line: str, fix: str) -> InstallError:
+    """An install failure on our side: it says so, with the fix, and blames no submission."""
+    return InstallError(f"{line} (the evaluator's fault, not the submission's) -> fix: {fix}",
+                        ours=True)
+
+
 def install_failure(text: str, what: str, code: int, python: str = "") -> InstallError:
     """One line for a failed install step, cause first, from the installer's output ``text``:
     a fault of ours (disk, certificate, no route) says so and does not blame the submission;
     a dependency without a wheel is named with the fix; else the installer's own error."""
     for pattern, cause, fix in _OUR_FAULTS:
         if pattern.search(text):
-            return InstallError(f"{what}: {cause} (the evaluator's fault, not the submission's) "
-                                f"-> fix: {fix}", ours=True)
+            return ours_error(f"{what}: {cause}", fix)
     found = _NO_WHEEL.search(text) or _NO_WHEEL_PIP.search(text)
     if found:
         name, version = found.group(1), found.group(found.lastindex)
@@ -325,10 +331,8 @@ def _run_jailed(cmd, fh, env, timeout, what, jail) -> int | None:
     if dog is not None and dog.line:
         raise InstallError(f"{what}: {dog.line}")
     if disk.line:
-        raise InstallError(f"{what}: {disk.line}" + (
-            " (the evaluator's fault, not the submission's) -> fix: free space under the "
-            "environment cache (challenge-welding cache prune)" if disk.ours else ""),
-            ours=disk.ours)
+        raise ours_error(f"{what}: {disk.line}", DISK_FIX) if disk.ours \
+            else InstallError(f"{what}: {disk.line}")
     if survivors:
         raise InstallError(f"{what}: {survivors} process(es) of the install survived the kill "
                            f"of its process group: the install is not trusted")

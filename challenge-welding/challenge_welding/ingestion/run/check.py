@@ -184,7 +184,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
     version when at hand, else this one, and a warning says so)."""
     from challenge_welding.contract import target
     from challenge_welding.ingestion.install import environment as envmod
-    from challenge_welding.ingestion.run.ingest import ingest
+    from challenge_welding.ingestion.run.ingest import ingest, listed
 
     findings: list[Finding] = []
 
@@ -195,7 +195,7 @@ def check_submission(path, *, cache_dir=None, isolation: bool = True, n_images: 
     swept = remove_stale(CHECK_PREFIX)
     if swept:
         log(f"note: removed {len(swept)} temporary folder(s) that killed checks left: "
-            + ", ".join(str(p) for p in swept[:3]) + (" ..." if len(swept) > 3 else ""))
+            + listed(swept, 3))
     owned = OwnedFolder(CHECK_PREFIX)
     work = owned.path
     try:

@@ -382,7 +382,7 @@ class Ingestion:
             self.log(f"note: {previous}")
         if swept:
             self.log(f"note: removed {len(swept)} temporary folder(s) that killed runs left: "
-                     + ", ".join(str(p) for p in swept[:3]) + (" ..." if len(swept) > 3 else ""))
+                     + listed(swept, 3))
         self.answers: dict[str, SetAnswers] = {}
         self.scratch: Path | None = None  # the child's scratch folder, once made
         self.deadline: float | None = None
@@ -446,13 +446,11 @@ class Ingestion:
         litter = report.sandbox["litter_removed"] = self.box.litter
         if litter:
             report.warn(f"the submission left {len(litter)} file(s) or folder(s) in the "
-                        f"machine's shared folders (removed): {', '.join(litter[:5])}"
-                        + (" ..." if len(litter) > 5 else ""), self.log)
+                        f"machine's shared folders (removed): {listed(litter)}", self.log)
         restored = report.sandbox["modes_restored"] = self.box.modes_restored
         if restored:
             report.warn(f"the submission changed the modes of {len(restored)} of our files and "
-                        f"folders (restored): {', '.join(restored[:5])}"
-                        + (" ..." if len(restored) > 5 else ""), self.log)
+                        f"folders (restored): {listed(restored)}", self.log)
         for name in opt.sets:
             report.sets.setdefault(name, {"status": "not run"})
         for info in report.sets.values():
@@ -500,8 +498,7 @@ class Ingestion:
         removed, changed = clean_output(self.output, ours, self.before)
         if removed:
             report.warn(f"removed {len(removed)} entr{'ies' if len(removed) > 1 else 'y'} the "
-                        f"submission left in the output folder: {', '.join(removed[:5])}"
-                        + (" ..." if len(removed) > 5 else ""), log)
+                        f"submission left in the output folder: {listed(removed)}", log)
         if changed:
             report.error(f"the submission changed {len(changed)} file(s) that were in the output "
                          f"folder before the run: {', '.join(changed[:5])}", log)
@@ -796,3 +793,8 @@ def _bar(name: str, n: int, progress: bool):
 
     return tqdm(total=n, desc=f"{name:>14}", unit="img", file=sys.stderr, leave=True,
                 disable=not (progress and sys.stderr.isatty()), dynamic_ncols=True)
+
+
+def listed(paths: list, n: int = 5) -> str:
+    """The first ``n`` of ``paths`` for a note or warning line, " ..." when there are more."""
+    return ", ".join(str(p) for p in paths[:n]) + (" ..." if len(paths) > n else "")
