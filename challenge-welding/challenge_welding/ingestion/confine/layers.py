@@ -56,11 +56,15 @@ import ctypes
 import errno
 import os
 import platform
+import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
 
 try:  # Linux-only modules: this module is imported (not used) where they are missing
@@ -529,7 +533,6 @@ def _lock(folder: str, uid: int) -> int | None:
 
 def lease_folder() -> str | None:
     """The first of :data:`LEASE_DIRS` made or found root-only (:func:`root_only`), else None."""
-    import tempfile
     for folder in LEASE_DIRS:
         folder = folder.format(tmp=tempfile.gettempdir())
         try:
@@ -546,7 +549,6 @@ def root_only(folder: str) -> bool:
     root's, a real folder (not a link), writable by root alone; each folder above it root's
     and writable by root alone or sticky (``/tmp``: no one removes or renames a folder of
     root's there). A lease folder someone else made first could hand one uid to two runs."""
-    import stat
     try:
         st = os.lstat(folder)
     except OSError:
@@ -598,7 +600,6 @@ def kill_user(uid: int, rounds: int = 100) -> int:
     """SIGKILL every process of ``uid`` (:func:`processes_of`), round after round until none is
     left (one forking while it is killed is caught in the next round); how many were killed.
     A leased uid's processes are a run's alone: they must not outlive it."""
-    import time
     killed: set = set()
     for _ in range(rounds):
         found = processes_of(uid)
@@ -625,7 +626,6 @@ def remove_litter(uid: int, folders=LITTER) -> list[str]:
     folder with what it holds (``shutil.rmtree``: by descriptors, no link followed); the
     paths removed. Called once every process of the uid is dead (:func:`unlease_uid`), so
     nothing is added meanwhile; a link is removed, never its target."""
-    import shutil
     removed = []
     for top in folders:
         try:
@@ -748,7 +748,6 @@ def deny(path: str, gid: int = SANDBOX_GID) -> int:
     """Add to ``path``'s ACL an entry giving the group ``gid`` no permission (the entries of
     every other user and group, and the mode, unchanged), under a shared lock on ``path``;
     the descriptor holding the lock, for :func:`release` (the run's life)."""
-    import time
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         end = time.monotonic() + LOCK_WAIT
